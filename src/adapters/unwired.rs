@@ -1,0 +1,87 @@
+//! The honest answer for an upstream this build does not connect yet: every call is
+//! `upstream_unavailable`, and `check` says so.
+
+use crate::domain::cuo::{Persona, Route, Workflow, WorkflowOutcome};
+use crate::domain::memory::{AuditEntry, AuditPage, AuditQuery, AuditReceipt, NewAuditEntry};
+use crate::domain::task::{Task, TaskFailure, TaskStatus};
+use crate::domain::{CallCtx, DomainError, JsonText, TaskId, TenantId, Timestamp, Upstream};
+use crate::ports::{CuoRunner, MemoryClient, NewTask, ProgressSink, SkillRun, TaskPage, TaskStore, WorkflowRun};
+
+/// An upstream with no adapter wired.
+#[derive(Debug, Clone, Copy)]
+pub struct Unwired(pub Upstream);
+
+impl Unwired {
+    fn err<T>(&self) -> Result<T, DomainError> {
+        Err(DomainError::unavailable(self.0, None)
+            .with_hint(format!("This build of the bridge does not connect {} yet.", self.0.as_str())))
+    }
+}
+
+#[async_trait::async_trait]
+impl CuoRunner for Unwired {
+    async fn list_personas(&self, _: &CallCtx) -> Result<Vec<Persona>, DomainError> {
+        self.err()
+    }
+    async fn list_workflows(&self, _: &CallCtx, _: Option<&str>) -> Result<Vec<Workflow>, DomainError> {
+        self.err()
+    }
+    async fn route(&self, _: &CallCtx, _: &str, _: u8) -> Result<Route, DomainError> {
+        self.err()
+    }
+    async fn execute_workflow(&self, _: &CallCtx, _: &WorkflowRun, _: &dyn ProgressSink) -> Result<WorkflowOutcome, DomainError> {
+        self.err()
+    }
+    async fn invoke_skill(&self, _: &CallCtx, _: &SkillRun, _: &dyn ProgressSink) -> Result<JsonText, DomainError> {
+        self.err()
+    }
+    async fn check(&self) -> Result<(), DomainError> {
+        self.err()
+    }
+}
+
+#[async_trait::async_trait]
+impl MemoryClient for Unwired {
+    async fn append(&self, _: &CallCtx, _: &NewAuditEntry, _: &str) -> Result<AuditReceipt, DomainError> {
+        self.err()
+    }
+    async fn get(&self, _: &CallCtx, _: &str) -> Result<AuditEntry, DomainError> {
+        self.err()
+    }
+    async fn list(&self, _: &CallCtx, _: &AuditQuery) -> Result<AuditPage, DomainError> {
+        self.err()
+    }
+    async fn check(&self) -> Result<(), DomainError> {
+        self.err()
+    }
+}
+
+#[async_trait::async_trait]
+impl TaskStore for Unwired {
+    async fn create(&self, _: &NewTask) -> Result<bool, DomainError> {
+        self.err()
+    }
+    async fn get(&self, _: &TenantId, _: TaskId) -> Result<Task, DomainError> {
+        self.err()
+    }
+    async fn list(&self, _: &TenantId, _: Option<&str>, _: u32) -> Result<TaskPage, DomainError> {
+        self.err()
+    }
+    async fn finish(
+        &self,
+        _: &TenantId,
+        _: TaskId,
+        _: TaskStatus,
+        _: Option<&JsonText>,
+        _: Option<&TaskFailure>,
+        _: Timestamp,
+    ) -> Result<Task, DomainError> {
+        self.err()
+    }
+    async fn record_progress(&self, _: &TenantId, _: TaskId, _: &str, _: Timestamp) -> Result<(), DomainError> {
+        self.err()
+    }
+    async fn check(&self) -> Result<(), DomainError> {
+        self.err()
+    }
+}

@@ -1,0 +1,129 @@
+//! The subcommands and the serve loop, each returning the process exit code.
+
+use std::io::Write;
+
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use crate::app::config::{Command, Config, Transport};
+use crate::app::rpc::{RequestId, Request};
+use crate::app::session::Session;
+use crate::app::{stdio, wiring};
+use crate::domain::Tool;
+
+/// Exit code for success.
+pub const EXIT_OK: i32 = 0;
+/// Exit code for a failed check or tool call.
+pub const EXIT_FAILED: i32 = 1;
+/// Exit code for usage and configuration errors.
+pub const EXIT_USAGE: i32 = 2;
+
+/// Runs `command` (or serves) and returns the exit code.
+pub async fn run(config: Config, command: Option<Command>) -> i32 {
+    match command {
+        None => serve(config).await,
+        Some(Command::Tools) => {
+            let app = wiring::app(&config);
+            print_json(app.registry().listing());
+            EXIT_OK
+        }
+        Some(Command::Check) => check(&config).await,
+        Some(Command::Call { tool, args }) => call(&config, &tool, args.as_deref()).await,
+    }
+}
+
+async fn serve(config: Config) -> i32 {
+    if config.transport == Transport::Http {
+        eprintln!("cyberos-mcp-bridge: the HTTP transport is not part of this build yet; use --transport stdio");
+        return EXIT_USAGE;
+    }
+    let app = wiring::app(&config);
+    let shutdown = CancellationToken::new();
+    tokio::spawn(cancel_on_signal(shutdown.clone()));
+    tracing::info!(version = env!("CARGO_PKG_VERSION"), "serving MCP 2025-11-25 on stdio");
+    match stdio::serve(app, tokio::io::stdin(), tokio::io::stdout(), shutdown).await {
+        Ok(()) => EXIT_OK,
+        Err(e) => {
+            tracing::error!("reading stdin failed: {e}");
+            EXIT_FAILED
+        }
+    }
+}
+
+async fn cancel_on_signal(token: CancellationToken) {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let Ok(mut term) = signal(SignalKind::terminate()) else { return };
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = tokio::signal::ctrl_c() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = tokio::signal::ctrl_c().await;
+    tracing::info!("shutting down");
+    token.cancel();
+}
+
+async fn check(config: &Config) -> i32 {
+    let ports = wiring::ports(config);
+    let mut ok = true;
+    let mut line = |name: &str, result: Result<(), String>| {
+        match &result {
+            Ok(()) => println!("ok    {name}"),
+            Err(why) => println!("FAIL  {name}: {why}"),
+        }
+        ok &= result.is_ok();
+    };
+    line("config", Ok(()));
+    let describe = |e: crate::domain::DomainError| format!("{e}. {}", e.hint());
+    line("task store", ports.tasks.check().await.map_err(describe));
+    line("cuo", ports.cuo.check().await.map_err(describe));
+    line("memory", ports.memory.check().await.map_err(describe));
+    if config.skills_dirs.is_empty() {
+        line("skills", Ok(()));
+        println!("      (no skills directory: pass --skills-dir)");
+    } else {
+        line("skills", ports.skills.check().await.map_err(describe));
+    }
+    if ok { EXIT_OK } else { EXIT_FAILED }
+}
+
+async fn call(config: &Config, tool: &str, args: Option<&str>) -> i32 {
+    let args: Value = match args.map(serde_json::from_str).transpose() {
+        Ok(Some(v @ Value::Object(_))) => v,
+        Ok(None) => json!({}),
+        Ok(Some(_)) | Err(_) => {
+            eprintln!("cyberos-mcp-bridge call: arguments must be a JSON object, e.g. '{{\"query\": \"...\"}}'");
+            return EXIT_USAGE;
+        }
+    };
+    if Tool::from_name(tool).is_none() {
+        eprintln!("cyberos-mcp-bridge call: unknown tool {tool:?}; run `cyberos-mcp-bridge tools` to list them");
+        return EXIT_USAGE;
+    }
+    let app = wiring::app(config);
+    let (tx, _rx) = tokio::sync::mpsc::channel(16);
+    let session = Session::new(tx);
+    session.mark_initialized(false);
+    let req = Request {
+        id: RequestId::Int(1),
+        method: "tools/call".into(),
+        params: json!({ "name": tool, "arguments": args, "_meta": {} }),
+    };
+    let frame = app.handle_request(&session, req).await;
+    if let Some(result) = frame.get("result") {
+        print_json(result);
+        if result.get("isError") == Some(&Value::Bool(true)) { EXIT_FAILED } else { EXIT_OK }
+    } else {
+        print_json(&frame["error"]);
+        EXIT_FAILED
+    }
+}
+
+fn print_json(value: &Value) {
+    let mut out = std::io::stdout().lock();
+    let _ = serde_json::to_writer_pretty(&mut out, value);
+    let _ = writeln!(out);
+}

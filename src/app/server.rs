@@ -1,0 +1,243 @@
+//! Method dispatch for one JSON-RPC message: lifecycle, ping, logging, tools and tasks.
+//! Transports call [`App::handle`]; it never panics outward (see `stdio`).
+
+use serde_json::{Value, json};
+
+use crate::app::rpc::{self, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, Incoming, Request, RequestId, RpcError};
+use crate::app::session::{LOG_LEVELS, Session};
+use crate::app::{App, tasks, trace};
+use crate::domain::{DomainError, ErrorClass, TraceId};
+
+/// The only protocol revision the bridge speaks.
+pub const PROTOCOL_VERSION: &str = "2025-11-25";
+/// Earlier revisions a client may ask for; we answer with ours and the client decides.
+const KNOWN_VERSIONS: [&str; 4] = ["2024-11-05", "2025-03-26", "2025-06-18", PROTOCOL_VERSION];
+
+/// The methods we serve, for telling "unknown" (-32601) from "too early" (-32600).
+const METHODS: [&str; 9] = [
+    "initialize",
+    "ping",
+    "logging/setLevel",
+    "tools/list",
+    "tools/call",
+    "tasks/get",
+    "tasks/result",
+    "tasks/list",
+    "tasks/cancel",
+];
+
+impl App {
+    /// Handles one incoming message; returns the response frame for requests.
+    pub async fn handle(&self, session: &Session, message: Incoming) -> Option<Value> {
+        match message {
+            Incoming::Request(req) => Some(self.handle_request(session, req).await),
+            Incoming::Notification(n) => {
+                self.handle_notification(session, &n.method, &n.params);
+                None
+            }
+            // We send no requests yet, so any response is stale; ignore it (MCP allows it).
+            Incoming::Response(_) => None,
+        }
+    }
+
+    /// Handles one request and builds its response frame.
+    pub async fn handle_request(&self, session: &Session, req: Request) -> Value {
+        let trace = trace::new_trace_id();
+        match self.dispatch(session, &req, trace).await {
+            Ok(result) => rpc::success(&req.id, result),
+            Err(err) => {
+                tracing::debug!(method = %req.method, code = err.code, trace_id = %trace, "request failed");
+                rpc::failure(Some(&req.id), &err)
+            }
+        }
+    }
+
+    async fn dispatch(&self, session: &Session, req: &Request, trace: TraceId) -> Result<Value, RpcError> {
+        let method = req.method.as_str();
+        if !METHODS.contains(&method) {
+            // Newer clients probe with `server/discover`; -32601 tells them to fall back to
+            // `initialize`, and the session stays ready for it.
+            return Err(RpcError::protocol(
+                METHOD_NOT_FOUND,
+                format!("method not found: {}", truncate(method, 64)),
+                "This server speaks MCP 2025-11-25; start with initialize.",
+                trace,
+            ));
+        }
+        if !session.is_initialized() && !matches!(method, "initialize" | "ping") {
+            return Err(RpcError::protocol(
+                INVALID_REQUEST,
+                "the session is not initialized",
+                "Send initialize (and notifications/initialized) before other requests.",
+                trace,
+            ));
+        }
+        match method {
+            "initialize" => self.initialize(session, &req.params, trace),
+            "ping" => Ok(json!({})),
+            "logging/setLevel" => set_level(session, &req.params, trace),
+            "tools/list" => self.tools_list(&req.params, trace),
+            "tools/call" => self.tools_call(session, &req.params, trace).await,
+            "tasks/get" | "tasks/result" | "tasks/list" | "tasks/cancel" => {
+                tasks::handle(self, method, &req.params, trace).await
+            }
+            _ => unreachable!("METHODS lists every method matched here"),
+        }
+    }
+
+    fn handle_notification(&self, session: &Session, method: &str, params: &Value) {
+        match method {
+            "notifications/cancelled" => {
+                let id = params.get("requestId").and_then(|v| match v {
+                    Value::String(s) => Some(RequestId::Str(s.clone())),
+                    Value::Number(n) => n.as_i64().map(RequestId::Int).or_else(|| n.as_u64().map(RequestId::UInt)),
+                    _ => None,
+                });
+                if let Some(id) = id
+                    && session.cancel(&id)
+                {
+                    tracing::debug!(request_id = ?id, "request cancelled by the client");
+                }
+            }
+            // `initialized` needs no action; other notifications are ignored as MCP asks.
+            _ => {}
+        }
+    }
+
+    fn initialize(&self, session: &Session, params: &Value, trace: TraceId) -> Result<Value, RpcError> {
+        let requested = params.get("protocolVersion");
+        let version = requested.and_then(Value::as_str);
+        if !version.is_some_and(is_supported_request) {
+            let echoed = match version {
+                Some(v) if v.len() <= 64 => Value::String(v.into()),
+                _ => Value::Null,
+            };
+            return Err(RpcError::protocol(
+                INVALID_PARAMS,
+                "unsupported protocol version",
+                "This bridge speaks MCP 2025-11-25 only; upgrade the client or ask for 2025-11-25.",
+                trace,
+            )
+            .with_data("supported", json!([PROTOCOL_VERSION]))
+            .with_data("requested", echoed));
+        }
+        let elicitation = params.pointer("/capabilities/elicitation").is_some_and(Value::is_object);
+        if !session.mark_initialized(elicitation) {
+            return Err(RpcError::protocol(
+                INVALID_REQUEST,
+                "the session is already initialized",
+                "Send initialize once per connection.",
+                trace,
+            ));
+        }
+        Ok(json!({
+            "protocolVersion": PROTOCOL_VERSION,
+            "capabilities": {
+                "tools": {"listChanged": false},
+                "logging": {},
+                "tasks": {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
+            },
+            "serverInfo": {
+                "name": "cyberos-mcp-bridge",
+                "title": "CyberOS MCP Bridge",
+                "version": env!("CARGO_PKG_VERSION"),
+                "description": "CyberOS personas, workflows, audit log and skills as MCP tools"
+            },
+            "instructions": INSTRUCTIONS
+        }))
+    }
+
+    fn tools_list(&self, params: &Value, trace: TraceId) -> Result<Value, RpcError> {
+        // One page holds every tool, so no cursor we could have issued exists.
+        if params.get("cursor").is_some_and(|c| !c.is_null()) {
+            return Err(RpcError::protocol(
+                INVALID_PARAMS,
+                "invalid cursor",
+                "tools/list has a single page; call it without a cursor.",
+                trace,
+            ));
+        }
+        Ok(self.registry().listing().clone())
+    }
+
+    /// Maps a domain error to the wire, logging it once with its source chain.
+    pub(crate) fn domain_failure(&self, err: &DomainError, trace: TraceId) -> RpcError {
+        log_domain_error(err, trace);
+        RpcError::from_domain(err, trace)
+    }
+}
+
+/// Logs a domain error once, with its source chain (never sent to the client).
+pub fn log_domain_error(err: &DomainError, trace: TraceId) {
+    let source = std::error::Error::source(err).map(|s| s.to_string()).unwrap_or_default();
+    match err.class() {
+        ErrorClass::InputValidation | ErrorClass::AuthzDenied => {
+            tracing::info!(class = %err.class(), trace_id = %trace, "{err}");
+        }
+        ErrorClass::UpstreamUnavailable => tracing::warn!(class = %err.class(), trace_id = %trace, source, "{err}"),
+        ErrorClass::Internal => tracing::error!(class = %err.class(), trace_id = %trace, source, "{err}"),
+    }
+}
+
+const INSTRUCTIONS: &str = "CyberOS tools. cyberos.cuo.route finds the persona and workflow for a request; \
+cyberos.cuo.execute_workflow and cyberos.skill.invoke_skill are long-running: called plainly they return \
+{task_id, status} at once (poll tasks/get, then tasks/result), or run as MCP tasks when the call carries \
+params.task. cyberos.memory.append_audit writes a permanent record and needs the user's confirmation.";
+
+/// Whether a client's requested version gets a successful answer (CONTRACT §3): a known
+/// revision, or a well-formed date after ours (the client then decides).
+fn is_supported_request(v: &str) -> bool {
+    KNOWN_VERSIONS.contains(&v)
+        || (v.len() == 10
+            && chrono::NaiveDate::parse_from_str(v, "%Y-%m-%d").is_ok()
+            && v > PROTOCOL_VERSION)
+}
+
+fn set_level(session: &Session, params: &Value, trace: TraceId) -> Result<Value, RpcError> {
+    let level = params.get("level").and_then(Value::as_str);
+    match level.and_then(|l| LOG_LEVELS.iter().position(|x| *x == l)) {
+        Some(index) => {
+            session.set_log_level(index as u8);
+            Ok(json!({}))
+        }
+        None => Err(RpcError::protocol(
+            INVALID_PARAMS,
+            "invalid log level",
+            "Use one of debug, info, notice, warning, error, critical, alert, emergency.",
+            trace,
+        )),
+    }
+}
+
+/// At most `max` bytes of `s`, cut at a character boundary.
+pub fn truncate(s: &str, max: usize) -> &str {
+    if s.len() <= max {
+        return s;
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn version_policy_matches_the_contract() {
+        for ok in ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05", "2026-07-28", "2031-01-01"] {
+            assert!(is_supported_request(ok), "{ok}");
+        }
+        for bad in ["2024-01-01", "2025-11-24", "1.0.0", "", "2026-13-01", "2026-02-30", "2026-7-28", "latest"] {
+            assert!(!is_supported_request(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn truncation_respects_character_boundaries() {
+        assert_eq!(truncate("abc", 5), "abc");
+        assert_eq!(truncate("héllo", 2), "h");
+    }
+}

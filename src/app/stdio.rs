@@ -1,0 +1,197 @@
+//! The stdio transport: one JSON-RPC message per line in, one per line out.
+//!
+//! Requests run concurrently (a slow call never blocks a `ping`); one writer task owns the
+//! output, so frames never interleave. Invariant: the output carries only protocol frames;
+//! logs go to stderr. A line over [`MAX_LINE`] is refused and reading goes on; EOF stops
+//! reading, lets in-flight requests finish, and returns.
+
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+
+use futures::FutureExt;
+use serde_json::Value;
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, BufWriter};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::app::App;
+use crate::app::rpc::{self, INVALID_REQUEST, Incoming, RpcError};
+use crate::app::session::Session;
+use crate::app::trace::new_trace_id;
+use crate::domain::DomainError;
+
+/// The longest line accepted (4 MiB, CONTRACT §10).
+pub const MAX_LINE: usize = 4 * 1024 * 1024;
+
+/// Serves one connection until EOF or `shutdown`.
+///
+/// # Errors
+/// Returns an IO error when reading the input fails; a closed output just ends writing.
+pub async fn serve<R, W>(app: App, input: R, output: W, shutdown: CancellationToken) -> std::io::Result<()>
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let (tx, rx) = mpsc::channel::<Value>(1024);
+    let writer = tokio::spawn(write_frames(rx, output));
+    let session = Arc::new(Session::new(tx.clone()));
+    let tracker = TaskTracker::new();
+    let mut lines = LineReader::new(BufReader::with_capacity(64 * 1024, input));
+
+    let result = loop {
+        let line = tokio::select! {
+            line = lines.next_line() => line,
+            () = shutdown.cancelled() => break Ok(()),
+        };
+        let bytes = match line {
+            Ok(Line::Frame(bytes)) => bytes,
+            Ok(Line::TooLong) => {
+                let err = RpcError::protocol(
+                    INVALID_REQUEST,
+                    "invalid request: the message exceeds 4 MiB",
+                    "Send smaller messages; large payloads belong in upstream storage.",
+                    new_trace_id(),
+                );
+                let _ = tx.send(rpc::failure(None, &err)).await;
+                continue;
+            }
+            Ok(Line::Eof) => break Ok(()),
+            Err(e) => break Err(e),
+        };
+        match rpc::parse_frame(&bytes) {
+            Err(e) => {
+                let hint = "Send one JSON-RPC 2.0 object per line.";
+                let err = RpcError::protocol(e.code, e.message, hint, new_trace_id());
+                let _ = tx.send(rpc::failure(e.id.as_ref(), &err)).await;
+            }
+            Ok(Incoming::Request(req)) => {
+                let app = app.clone();
+                let session = Arc::clone(&session);
+                let tx = tx.clone();
+                let cancelled = session.track(&req.id);
+                tracker.spawn(async move {
+                    let id = req.id.clone();
+                    let method = req.method.clone();
+                    let work = AssertUnwindSafe(app.handle_request(&session, req)).catch_unwind();
+                    let frame = tokio::select! {
+                        // MCP: a cancelled request gets no response.
+                        () = cancelled.cancelled() => None,
+                        outcome = work => Some(match outcome {
+                            Ok(frame) => frame,
+                            Err(_) => panic_frame(&id, &method),
+                        }),
+                    };
+                    session.untrack(&id);
+                    if let Some(frame) = frame {
+                        let _ = tx.send(frame).await;
+                    }
+                });
+            }
+            Ok(other) => {
+                // Notifications and responses are cheap; handle them in order.
+                let _ = app.handle(&session, other).await;
+            }
+        }
+    };
+    tracker.close();
+    tracker.wait().await;
+    drop(session);
+    drop(tx);
+    let _ = writer.await;
+    result
+}
+
+/// The internal-error response for a handler that panicked; the bridge keeps serving.
+fn panic_frame(id: &rpc::RequestId, method: &str) -> Value {
+    let trace = new_trace_id();
+    tracing::error!(method, trace_id = %trace, "handler panicked");
+    let err = DomainError::internal("internal error", None);
+    rpc::failure(Some(id), &RpcError::from_domain(&err, trace))
+}
+
+/// Writes frames, flushing whenever the queue runs dry so pipelined responses share a
+/// write.
+async fn write_frames<W: AsyncWrite + Unpin>(mut rx: mpsc::Receiver<Value>, output: W) {
+    let mut out = BufWriter::with_capacity(64 * 1024, output);
+    let mut buf = Vec::with_capacity(4096);
+    while let Some(frame) = rx.recv().await {
+        let mut next = Some(frame);
+        while let Some(frame) = next {
+            buf.clear();
+            // serde_json escapes newlines inside strings, so a frame is always one line.
+            if serde_json::to_writer(&mut buf, &frame).is_err() {
+                break;
+            }
+            buf.push(b'\n');
+            if out.write_all(&buf).await.is_err() {
+                return;
+            }
+            next = rx.try_recv().ok();
+        }
+        if out.flush().await.is_err() {
+            return;
+        }
+    }
+    let _ = out.flush().await;
+}
+
+/// One read from [`LineReader`].
+enum Line {
+    Frame(Vec<u8>),
+    TooLong,
+    Eof,
+}
+
+/// Newline-delimited frames with a length bound; an over-long line is skipped to its end
+/// without buffering it.
+struct LineReader<R> {
+    inner: R,
+}
+
+impl<R: AsyncBufRead + Unpin> LineReader<R> {
+    fn new(inner: R) -> Self {
+        LineReader { inner }
+    }
+
+    async fn next_line(&mut self) -> std::io::Result<Line> {
+        let mut line = Vec::new();
+        let mut too_long = false;
+        loop {
+            let buf = self.inner.fill_buf().await?;
+            if buf.is_empty() {
+                return Ok(match (too_long, line.is_empty()) {
+                    (true, _) => Line::TooLong,
+                    (false, true) => Line::Eof,
+                    (false, false) => Line::Frame(line),
+                });
+            }
+            let (chunk, found, used) = match buf.iter().position(|&b| b == b'\n') {
+                Some(i) => (&buf[..i], true, i + 1),
+                None => (buf, false, buf.len()),
+            };
+            if !too_long {
+                if line.len() + chunk.len() > MAX_LINE {
+                    too_long = true;
+                    line = Vec::new();
+                } else {
+                    line.extend_from_slice(chunk);
+                }
+            }
+            self.inner.consume(used);
+            if found {
+                if too_long {
+                    return Ok(Line::TooLong);
+                }
+                if line.last() == Some(&b'\r') {
+                    line.pop();
+                }
+                if line.iter().all(u8::is_ascii_whitespace) {
+                    line.clear();
+                    continue;
+                }
+                return Ok(Line::Frame(line));
+            }
+        }
+    }
+}

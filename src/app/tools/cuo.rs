@@ -1,0 +1,73 @@
+//! Handlers of the four `cyberos.cuo.*` tools.
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::app::App;
+use crate::app::tools::{json_value, structured};
+use crate::domain::{CallCtx, DomainError, Upstream};
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct ListWorkflowsArgs {
+    persona: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RouteArgs {
+    query: String,
+    limit: Option<u8>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)] // Read by the task runner (#5).
+pub(super) struct ExecuteWorkflowArgs {
+    persona: String,
+    workflow: String,
+    #[serde(default)]
+    inputs: serde_json::Map<String, Value>,
+    timeout_s: Option<u32>,
+}
+
+pub(super) async fn list_personas(app: &App, ctx: &CallCtx) -> Result<Value, DomainError> {
+    let personas = app.ports().cuo.list_personas(ctx).await?;
+    let personas: Vec<Value> = personas
+        .into_iter()
+        .map(|p| {
+            json!({
+                "id": p.id, "title": p.title, "short_name": p.short_name,
+                "description": p.description, "workflows": p.workflows
+            })
+        })
+        .collect();
+    Ok(structured(json!({ "personas": personas })))
+}
+
+pub(super) async fn list_workflows(app: &App, ctx: &CallCtx, args: ListWorkflowsArgs) -> Result<Value, DomainError> {
+    let workflows = app.ports().cuo.list_workflows(ctx, args.persona.as_deref()).await?;
+    let workflows = workflows
+        .into_iter()
+        .map(|w| {
+            Ok(json!({
+                "persona": w.persona, "id": w.id, "title": w.title, "description": w.description,
+                "input_schema": json_value(&w.input_schema)?, "typical_duration_s": w.typical_duration_s
+            }))
+        })
+        .collect::<Result<Vec<Value>, DomainError>>()?;
+    Ok(structured(json!({ "workflows": workflows })))
+}
+
+pub(super) async fn route(app: &App, ctx: &CallCtx, args: RouteArgs) -> Result<Value, DomainError> {
+    let route = app.ports().cuo.route(ctx, &args.query, args.limit.unwrap_or(3)).await?;
+    Ok(structured(json!({
+        "persona": route.persona, "workflow": route.workflow,
+        "confidence": route.confidence, "alternates": route.alternates
+    })))
+}
+
+pub(super) async fn execute_workflow(_app: &App, _ctx: &CallCtx, _args: ExecuteWorkflowArgs) -> Result<Value, DomainError> {
+    Err(DomainError::unavailable(Upstream::TaskStore, None)
+        .with_hint("Long-running tools need the task runner, which this build of the bridge does not include yet."))
+}

@@ -1,0 +1,229 @@
+//! Identifiers that cross the wire: trace ids, tenant ids, task ids, and timestamps.
+//!
+//! Each is parsed at the edge and kept in a private field, so a value of these types is
+//! always well formed. Random bytes are drawn outside the domain and passed in.
+
+use std::fmt;
+
+/// A W3C / OpenTelemetry trace id: 16 bytes, written as 32 lowercase hex digits.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct TraceId([u8; 16]);
+
+impl TraceId {
+    /// Builds a trace id from random bytes. The all-zero id is invalid in W3C trace
+    /// context, so it is nudged to a valid value.
+    pub fn from_bytes(mut bytes: [u8; 16]) -> TraceId {
+        if bytes == [0; 16] {
+            bytes[15] = 1;
+        }
+        TraceId(bytes)
+    }
+
+    /// Parses 32 hex digits (any case); rejects the all-zero id.
+    pub fn parse(s: &str) -> Option<TraceId> {
+        let bytes = parse_hex::<16>(s)?;
+        (bytes != [0; 16]).then_some(TraceId(bytes))
+    }
+
+    /// The raw bytes.
+    pub fn bytes(&self) -> [u8; 16] {
+        self.0
+    }
+}
+
+impl fmt::Display for TraceId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.iter().try_for_each(|b| write!(f, "{b:02x}"))
+    }
+}
+
+impl fmt::Debug for TraceId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "TraceId({self})")
+    }
+}
+
+fn parse_hex<const N: usize>(s: &str) -> Option<[u8; N]> {
+    let s = s.as_bytes();
+    if s.len() != N * 2 {
+        return None;
+    }
+    let mut out = [0u8; N];
+    for (i, pair) in s.chunks_exact(2).enumerate() {
+        let hi = (pair[0] as char).to_digit(16)?;
+        let lo = (pair[1] as char).to_digit(16)?;
+        out[i] = (hi * 16 + lo) as u8;
+    }
+    Some(out)
+}
+
+/// A tenant: a UUID taken only from a verified identity, never from a header or config.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TenantId(uuid::Uuid);
+
+/// The tenant id was not a UUID.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("tenant id is not a UUID")]
+pub struct ParseTenantIdError;
+
+impl TenantId {
+    /// Parses the hyphenated UUID form.
+    pub fn parse(s: &str) -> Result<TenantId, ParseTenantIdError> {
+        uuid::Uuid::try_parse(s).map(TenantId).map_err(|_| ParseTenantIdError)
+    }
+
+    /// The UUID.
+    pub fn uuid(&self) -> uuid::Uuid {
+        self.0
+    }
+}
+
+impl fmt::Display for TenantId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.hyphenated().fmt(f)
+    }
+}
+
+impl fmt::Debug for TenantId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "TenantId({self})")
+    }
+}
+
+/// A task id: `t-` followed by the unpadded lowercase RFC 4648 base32 of 128 random bits
+/// (26 characters), so ids cannot be guessed (MCP 2025-11-25 tasks security).
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct TaskId([u8; 16]);
+
+impl TaskId {
+    const PREFIX: &'static str = "t-";
+    const ALPHABET: &'static [u8; 32] = b"abcdefghijklmnopqrstuvwxyz234567";
+
+    /// Builds a task id from 16 bytes drawn from a CSPRNG.
+    pub fn from_random(bytes: [u8; 16]) -> TaskId {
+        TaskId(bytes)
+    }
+
+    /// Parses the canonical form only (lowercase, 26 digits, zero trailing bits), so every
+    /// task has exactly one spelling.
+    pub fn parse(s: &str) -> Option<TaskId> {
+        let body = s.strip_prefix(Self::PREFIX)?.as_bytes();
+        if body.len() != 26 {
+            return None;
+        }
+        let mut acc: u128 = 0;
+        let mut extra: u8 = 0;
+        for (i, &c) in body.iter().enumerate() {
+            let v = Self::ALPHABET.iter().position(|&a| a == c)? as u8;
+            if i < 25 {
+                acc = (acc << 5) | u128::from(v);
+            } else {
+                // 25 digits carry 125 bits; the last digit carries 3 bits and 2 zero bits.
+                if v & 0b11 != 0 {
+                    return None;
+                }
+                extra = v >> 2;
+            }
+        }
+        Some(TaskId(((acc << 3) | u128::from(extra)).to_be_bytes()))
+    }
+}
+
+impl fmt::Display for TaskId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let n = u128::from_be_bytes(self.0);
+        let mut out = [0u8; 26];
+        for (i, slot) in out.iter_mut().enumerate() {
+            // Bit groups from the top; the last group is padded with two zero bits.
+            let v = if i < 25 {
+                (n >> (128 - 5 * (i + 1))) & 0x1f
+            } else {
+                (n & 0b111) << 2
+            };
+            *slot = Self::ALPHABET[v as usize];
+        }
+        f.write_str(Self::PREFIX)?;
+        f.write_str(std::str::from_utf8(&out).map_err(|_| fmt::Error)?)
+    }
+}
+
+impl fmt::Debug for TaskId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "TaskId({self})")
+    }
+}
+
+/// Milliseconds since the Unix epoch, UTC. The domain compares and subtracts them; the
+/// edges format them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Timestamp(i64);
+
+impl Timestamp {
+    /// From Unix milliseconds.
+    pub const fn from_unix_millis(ms: i64) -> Timestamp {
+        Timestamp(ms)
+    }
+
+    /// Unix milliseconds.
+    pub const fn unix_millis(self) -> i64 {
+        self.0
+    }
+
+    /// This instant plus `ms` milliseconds (saturating).
+    pub const fn plus_millis(self, ms: i64) -> Timestamp {
+        Timestamp(self.0.saturating_add(ms))
+    }
+
+    /// Milliseconds from `earlier` to `self`, never negative.
+    pub fn millis_since(self, earlier: Timestamp) -> u64 {
+        u64::try_from(self.0.saturating_sub(earlier.0)).unwrap_or(0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn task_ids_round_trip_through_their_canonical_form() {
+        for bytes in [[0u8; 16], [0xff; 16], *b"0123456789abcdef", [7; 16]] {
+            let id = TaskId::from_random(bytes);
+            let text = id.to_string();
+            assert_eq!(text.len(), 28, "{text}");
+            assert!(text.starts_with("t-"));
+            assert_eq!(TaskId::parse(&text), Some(id));
+        }
+    }
+
+    #[test]
+    fn task_ids_reject_other_spellings() {
+        let text = TaskId::from_random([0xab; 16]).to_string();
+        assert_eq!(TaskId::parse(&text.to_uppercase()), None);
+        assert_eq!(TaskId::parse(&text[..27]), None);
+        assert_eq!(TaskId::parse(&format!("{text}a")), None);
+        assert_eq!(TaskId::parse(&text.replacen("t-", "x-", 1)), None);
+        // Non-zero padding bits in the last digit would give a second spelling.
+        let mut bad = text.clone().into_bytes();
+        bad[27] = b'b';
+        assert_eq!(TaskId::parse(std::str::from_utf8(&bad).unwrap()), None);
+        assert_eq!(TaskId::parse("t-abc123"), None);
+        assert_eq!(TaskId::parse(""), None);
+    }
+
+    #[test]
+    fn trace_ids_are_32_lowercase_hex_digits() {
+        let id = TraceId::from_bytes(*b"\x01\x23\x45\x67\x89\xab\xcd\xef\x01\x23\x45\x67\x89\xab\xcd\xef");
+        assert_eq!(id.to_string(), "0123456789abcdef0123456789abcdef");
+        assert_eq!(TraceId::parse("0123456789ABCDEF0123456789abcdef"), Some(id));
+        assert_eq!(TraceId::parse("00000000000000000000000000000000"), None);
+        assert_eq!(TraceId::parse("0123"), None);
+        assert_ne!(TraceId::from_bytes([0; 16]).to_string(), "0".repeat(32));
+    }
+
+    #[test]
+    fn tenant_ids_must_be_uuids() {
+        assert!(TenantId::parse("11111111-1111-4111-8111-111111111111").is_ok());
+        assert_eq!(TenantId::parse("a"), Err(ParseTenantIdError));
+        assert_eq!(TenantId::parse(""), Err(ParseTenantIdError));
+    }
+}

@@ -1,0 +1,24 @@
+//! The pure core: tool catalogue, error classes, identifiers, scopes, task states and
+//! confirmation rules.
+//!
+//! Invariant: nothing here does IO, awaits, reads a clock or draws randomness, and nothing
+//! here imports `tokio`, `serde_json`, `sqlx`, `reqwest` or `axum` (checked by the tidy
+//! test). Time and random bytes come in as arguments.
+
+pub mod catalog;
+pub mod confirm;
+pub mod cuo;
+pub mod error;
+pub mod ids;
+pub mod json;
+pub mod memory;
+pub mod principal;
+pub mod skill;
+pub mod task;
+pub mod tool;
+
+pub use error::{DomainError, ErrorClass, Upstream};
+pub use ids::{TaskId, TenantId, Timestamp, TraceId};
+pub use json::JsonText;
+pub use principal::{CallCtx, Principal, Scope};
+pub use tool::{Effects, TaskSupport, Tool, ToolName, ToolSpec};

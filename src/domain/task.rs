@@ -1,0 +1,137 @@
+//! Tasks: the status state machine and the stored record.
+
+use crate::domain::{ErrorClass, JsonText, TaskId, TenantId, Timestamp, Tool, TraceId};
+
+/// The seed's statuses; the spec door maps `Running` to `working` at the edge.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TaskStatus {
+    /// Created and not yet finished.
+    Running,
+    /// Finished with a result.
+    Completed,
+    /// Finished with an error.
+    Failed,
+    /// Cancelled by the caller.
+    Cancelled,
+}
+
+impl TaskStatus {
+    /// Stored and seed-wire form.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            TaskStatus::Running => "running",
+            TaskStatus::Completed => "completed",
+            TaskStatus::Failed => "failed",
+            TaskStatus::Cancelled => "cancelled",
+        }
+    }
+
+    /// Parses the stored form.
+    pub fn parse(s: &str) -> Option<TaskStatus> {
+        [TaskStatus::Running, TaskStatus::Completed, TaskStatus::Failed, TaskStatus::Cancelled]
+            .into_iter()
+            .find(|st| st.as_str() == s)
+    }
+
+    /// Whether no further transition is possible.
+    pub const fn is_terminal(self) -> bool {
+        !matches!(self, TaskStatus::Running)
+    }
+
+    /// Status only moves forward: from `Running` to any terminal status, and never out of
+    /// a terminal one (so a finishing worker cannot overwrite `Cancelled`).
+    pub fn transition(self, to: TaskStatus) -> Result<TaskStatus, IllegalTransition> {
+        match (self, to) {
+            (TaskStatus::Running, t) if t.is_terminal() => Ok(t),
+            (from, to) => Err(IllegalTransition { from, to }),
+        }
+    }
+}
+
+/// A status change the state machine forbids.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("a {} task cannot become {}", from.as_str(), to.as_str())]
+pub struct IllegalTransition {
+    /// Current status.
+    pub from: TaskStatus,
+    /// Requested status.
+    pub to: TaskStatus,
+}
+
+/// The failure recorded on a failed task.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaskFailure {
+    /// Error class.
+    pub class: ErrorClass,
+    /// User-safe message.
+    pub message: String,
+    /// What to do.
+    pub hint: String,
+}
+
+/// A stored task as the tenant sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Task {
+    /// Its id.
+    pub id: TaskId,
+    /// Owner tenant.
+    pub tenant: TenantId,
+    /// The tool that created it.
+    pub tool: Tool,
+    /// Current status.
+    pub status: TaskStatus,
+    /// The tool's final `structuredContent`, when completed.
+    pub output: Option<JsonText>,
+    /// Why it failed.
+    pub failure: Option<TaskFailure>,
+    /// Last progress message, if any.
+    pub status_message: Option<String>,
+    /// Trace of the call that created it.
+    pub trace_id: TraceId,
+    /// Creation time.
+    pub created_at: Timestamp,
+    /// Last change.
+    pub updated_at: Timestamp,
+    /// When it is failed for running too long.
+    pub timeout_at: Timestamp,
+    /// When it may be deleted.
+    pub expires_at: Timestamp,
+}
+
+impl Task {
+    /// Run time so far, or in total once terminal.
+    pub fn duration_ms(&self) -> u64 {
+        self.updated_at.millis_since(self.created_at)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use TaskStatus::*;
+
+    #[test]
+    fn a_running_task_can_reach_every_terminal_status() {
+        for to in [Completed, Failed, Cancelled] {
+            assert_eq!(Running.transition(to), Ok(to));
+        }
+    }
+
+    #[test]
+    fn terminal_statuses_are_sticky() {
+        for from in [Completed, Failed, Cancelled] {
+            for to in [Running, Completed, Failed, Cancelled] {
+                assert_eq!(from.transition(to), Err(IllegalTransition { from, to }));
+            }
+        }
+        assert!(Running.transition(Running).is_err());
+    }
+
+    #[test]
+    fn statuses_round_trip_through_their_stored_form() {
+        for st in [Running, Completed, Failed, Cancelled] {
+            assert_eq!(TaskStatus::parse(st.as_str()), Some(st));
+        }
+        assert_eq!(TaskStatus::parse("working"), None);
+    }
+}

@@ -1,0 +1,34 @@
+//! The hexagon's driven ports: one trait per capability, in domain types only.
+//!
+//! Ports are `#[async_trait]` traits used as `Arc<dyn Port>`: every call is IO, so one
+//! box per call costs nothing measurable, and trait objects keep type parameters out of
+//! every handler. `Clock` is a plain sync trait.
+
+mod clock;
+mod cuo_runner;
+mod memory_client;
+mod skill_index;
+mod task_store;
+
+use std::sync::Arc;
+
+pub use clock::Clock;
+pub use cuo_runner::{CuoRunner, ProgressSink, SkillRun, WorkflowRun};
+pub use memory_client::MemoryClient;
+pub use skill_index::SkillIndex;
+pub use task_store::{NewTask, TaskPage, TaskStore};
+
+/// Everything the application needs from the outside world.
+#[derive(Clone)]
+pub struct Ports {
+    /// Durable tasks.
+    pub tasks: Arc<dyn TaskStore>,
+    /// The CUO orchestrator.
+    pub cuo: Arc<dyn CuoRunner>,
+    /// The audit log.
+    pub memory: Arc<dyn MemoryClient>,
+    /// SKILL folders.
+    pub skills: Arc<dyn SkillIndex>,
+    /// Wall-clock time.
+    pub clock: Arc<dyn Clock>,
+}
