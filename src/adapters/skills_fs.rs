@@ -37,7 +37,10 @@ struct FrontMatter {
 impl FsSkillIndex {
     /// An index over `dirs`; nothing is read until the first call.
     pub fn new(dirs: Vec<PathBuf>) -> FsSkillIndex {
-        FsSkillIndex { dirs, cache: Mutex::new(None) }
+        FsSkillIndex {
+            dirs,
+            cache: Mutex::new(None),
+        }
     }
 
     async fn skills(&self) -> Result<Arc<Vec<Skill>>, DomainError> {
@@ -51,7 +54,8 @@ impl FsSkillIndex {
             .await
             .map_err(|e| DomainError::internal("skill scan failed", Some(e.into())))??;
         let scanned = Arc::new(scanned);
-        *self.cache.lock().unwrap_or_else(|e| e.into_inner()) = Some((Instant::now(), Arc::clone(&scanned)));
+        *self.cache.lock().unwrap_or_else(|e| e.into_inner()) =
+            Some((Instant::now(), Arc::clone(&scanned)));
         Ok(scanned)
     }
 }
@@ -60,11 +64,21 @@ impl FsSkillIndex {
 impl SkillIndex for FsSkillIndex {
     async fn list(&self, query: Option<&str>, limit: usize) -> Result<Vec<Skill>, DomainError> {
         let skills = self.skills().await?;
-        Ok(skills.iter().filter(|s| query.is_none_or(|q| s.matches(q))).take(limit).cloned().collect())
+        Ok(skills
+            .iter()
+            .filter(|s| query.is_none_or(|q| s.matches(q)))
+            .take(limit)
+            .cloned()
+            .collect())
     }
 
     async fn get(&self, name: &str) -> Result<Option<Skill>, DomainError> {
-        Ok(self.skills().await?.iter().find(|s| s.name == name).cloned())
+        Ok(self
+            .skills()
+            .await?
+            .iter()
+            .find(|s| s.name == name)
+            .cloned())
     }
 
     async fn check(&self) -> Result<(), DomainError> {
@@ -76,8 +90,11 @@ impl SkillIndex for FsSkillIndex {
 fn scan_all(dirs: &[PathBuf]) -> Result<Vec<Skill>, DomainError> {
     let mut skills: Vec<Skill> = Vec::new();
     for dir in dirs {
-        let root = dir.canonicalize().map_err(|e| DomainError::unavailable(Upstream::Skills, Some(e.into())))?;
-        let entries = std::fs::read_dir(&root).map_err(|e| DomainError::unavailable(Upstream::Skills, Some(e.into())))?;
+        let root = dir
+            .canonicalize()
+            .map_err(|e| DomainError::unavailable(Upstream::Skills, Some(e.into())))?;
+        let entries = std::fs::read_dir(&root)
+            .map_err(|e| DomainError::unavailable(Upstream::Skills, Some(e.into())))?;
         let mut found: Vec<Skill> = entries
             .filter_map(Result::ok)
             .filter_map(|entry| load_skill(&root, &entry.path()))
@@ -127,7 +144,10 @@ fn load_skill(root: &Path, folder: &Path) -> Option<Skill> {
         Ok(fm) => fm,
         Err(e) => return skip(&format!("bad front matter: {e}")),
     };
-    if fm.name.is_empty() || fm.name.len() > 128 || fm.name.chars().any(|c| c.is_control() || c.is_whitespace()) {
+    if fm.name.is_empty()
+        || fm.name.len() > 128
+        || fm.name.chars().any(|c| c.is_control() || c.is_whitespace())
+    {
         return skip("name must be 1 to 128 characters without spaces");
     }
     let input_schema = match fm.input_schema {
@@ -155,7 +175,9 @@ fn load_skill(root: &Path, folder: &Path) -> Option<Skill> {
 fn front_matter(text: &str) -> Option<&str> {
     let rest = text.strip_prefix("\u{feff}").unwrap_or(text);
     let rest = rest.strip_prefix("---")?;
-    let rest = rest.strip_prefix("\r\n").or_else(|| rest.strip_prefix('\n'))?;
+    let rest = rest
+        .strip_prefix("\r\n")
+        .or_else(|| rest.strip_prefix('\n'))?;
     let mut offset = 0;
     for line in rest.split_inclusive('\n') {
         if line.trim_end() == "---" {
@@ -173,7 +195,10 @@ mod tests {
     #[test]
     fn front_matter_is_found_between_dashes() {
         assert_eq!(front_matter("---\nname: a\n---\nbody"), Some("name: a\n"));
-        assert_eq!(front_matter("---\r\nname: a\r\n---\r\n"), Some("name: a\r\n"));
+        assert_eq!(
+            front_matter("---\r\nname: a\r\n---\r\n"),
+            Some("name: a\r\n")
+        );
         assert_eq!(front_matter("name: a\n---\n"), None);
         assert_eq!(front_matter("---\nname: a\n"), None);
     }

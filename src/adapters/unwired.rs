@@ -5,7 +5,9 @@ use crate::domain::cuo::{Persona, Route, Workflow, WorkflowOutcome};
 use crate::domain::memory::{AuditEntry, AuditPage, AuditQuery, AuditReceipt, NewAuditEntry};
 use crate::domain::task::{Task, TaskFailure, TaskStatus};
 use crate::domain::{CallCtx, DomainError, JsonText, TaskId, TenantId, Timestamp, Upstream};
-use crate::ports::{CuoRunner, MemoryClient, NewTask, ProgressSink, SkillRun, TaskPage, TaskStore, WorkflowRun};
+use crate::ports::{
+    CuoRunner, MemoryClient, NewTask, ProgressSink, SkillRun, TaskPage, TaskStore, WorkflowRun,
+};
 
 /// An upstream with no adapter wired.
 #[derive(Debug, Clone, Copy)]
@@ -13,8 +15,10 @@ pub struct Unwired(pub Upstream);
 
 impl Unwired {
     fn err<T>(&self) -> Result<T, DomainError> {
-        Err(DomainError::unavailable(self.0, None)
-            .with_hint(format!("This build of the bridge does not connect {} yet.", self.0.as_str())))
+        Err(DomainError::unavailable(self.0, None).with_hint(format!(
+            "This build of the bridge does not connect {} yet.",
+            self.0.as_str()
+        )))
     }
 }
 
@@ -23,16 +27,30 @@ impl CuoRunner for Unwired {
     async fn list_personas(&self, _: &CallCtx) -> Result<Vec<Persona>, DomainError> {
         self.err()
     }
-    async fn list_workflows(&self, _: &CallCtx, _: Option<&str>) -> Result<Vec<Workflow>, DomainError> {
+    async fn list_workflows(
+        &self,
+        _: &CallCtx,
+        _: Option<&str>,
+    ) -> Result<Vec<Workflow>, DomainError> {
         self.err()
     }
     async fn route(&self, _: &CallCtx, _: &str, _: u8) -> Result<Route, DomainError> {
         self.err()
     }
-    async fn execute_workflow(&self, _: &CallCtx, _: &WorkflowRun, _: &dyn ProgressSink) -> Result<WorkflowOutcome, DomainError> {
+    async fn execute_workflow(
+        &self,
+        _: &CallCtx,
+        _: &WorkflowRun,
+        _: &dyn ProgressSink,
+    ) -> Result<WorkflowOutcome, DomainError> {
         self.err()
     }
-    async fn invoke_skill(&self, _: &CallCtx, _: &SkillRun, _: &dyn ProgressSink) -> Result<JsonText, DomainError> {
+    async fn invoke_skill(
+        &self,
+        _: &CallCtx,
+        _: &SkillRun,
+        _: &dyn ProgressSink,
+    ) -> Result<JsonText, DomainError> {
         self.err()
     }
     async fn check(&self) -> Result<(), DomainError> {
@@ -42,7 +60,12 @@ impl CuoRunner for Unwired {
 
 #[async_trait::async_trait]
 impl MemoryClient for Unwired {
-    async fn append(&self, _: &CallCtx, _: &NewAuditEntry, _: &str) -> Result<AuditReceipt, DomainError> {
+    async fn append(
+        &self,
+        _: &CallCtx,
+        _: &NewAuditEntry,
+        _: &str,
+    ) -> Result<AuditReceipt, DomainError> {
         self.err()
     }
     async fn get(&self, _: &CallCtx, _: &str) -> Result<AuditEntry, DomainError> {
@@ -78,7 +101,13 @@ impl TaskStore for Unwired {
     ) -> Result<Task, DomainError> {
         self.err()
     }
-    async fn record_progress(&self, _: &TenantId, _: TaskId, _: &str, _: Timestamp) -> Result<(), DomainError> {
+    async fn record_progress(
+        &self,
+        _: &TenantId,
+        _: TaskId,
+        _: &str,
+        _: Timestamp,
+    ) -> Result<(), DomainError> {
         self.err()
     }
     async fn check(&self) -> Result<(), DomainError> {

@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::app::config::{Command, Config, Transport};
-use crate::app::rpc::{RequestId, Request};
+use crate::app::rpc::{Request, RequestId};
 use crate::app::session::Session;
 use crate::app::{stdio, wiring};
 use crate::domain::Tool;
@@ -34,13 +34,18 @@ pub async fn run(config: Config, command: Option<Command>) -> i32 {
 
 async fn serve(config: Config) -> i32 {
     if config.transport == Transport::Http {
-        eprintln!("cyberos-mcp-bridge: the HTTP transport is not part of this build yet; use --transport stdio");
+        eprintln!(
+            "cyberos-mcp-bridge: the HTTP transport is not part of this build yet; use --transport stdio"
+        );
         return EXIT_USAGE;
     }
     let app = wiring::app(&config);
     let shutdown = CancellationToken::new();
     tokio::spawn(cancel_on_signal(shutdown.clone()));
-    tracing::info!(version = env!("CARGO_PKG_VERSION"), "serving MCP 2025-11-25 on stdio");
+    tracing::info!(
+        version = env!("CARGO_PKG_VERSION"),
+        "serving MCP 2025-11-25 on stdio"
+    );
     match stdio::serve(app, tokio::io::stdin(), tokio::io::stdout(), shutdown).await {
         Ok(()) => EXIT_OK,
         Err(e) => {
@@ -54,7 +59,9 @@ async fn cancel_on_signal(token: CancellationToken) {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};
-        let Ok(mut term) = signal(SignalKind::terminate()) else { return };
+        let Ok(mut term) = signal(SignalKind::terminate()) else {
+            return;
+        };
         tokio::select! {
             _ = term.recv() => {}
             _ = tokio::signal::ctrl_c() => {}
@@ -95,12 +102,16 @@ async fn call(config: &Config, tool: &str, args: Option<&str>) -> i32 {
         Ok(Some(v @ Value::Object(_))) => v,
         Ok(None) => json!({}),
         Ok(Some(_)) | Err(_) => {
-            eprintln!("cyberos-mcp-bridge call: arguments must be a JSON object, e.g. '{{\"query\": \"...\"}}'");
+            eprintln!(
+                "cyberos-mcp-bridge call: arguments must be a JSON object, e.g. '{{\"query\": \"...\"}}'"
+            );
             return EXIT_USAGE;
         }
     };
     if Tool::from_name(tool).is_none() {
-        eprintln!("cyberos-mcp-bridge call: unknown tool {tool:?}; run `cyberos-mcp-bridge tools` to list them");
+        eprintln!(
+            "cyberos-mcp-bridge call: unknown tool {tool:?}; run `cyberos-mcp-bridge tools` to list them"
+        );
         return EXIT_USAGE;
     }
     let app = wiring::app(config);
@@ -115,7 +126,11 @@ async fn call(config: &Config, tool: &str, args: Option<&str>) -> i32 {
     let frame = app.handle_request(&session, req).await;
     if let Some(result) = frame.get("result") {
         print_json(result);
-        if result.get("isError") == Some(&Value::Bool(true)) { EXIT_FAILED } else { EXIT_OK }
+        if result.get("isError") == Some(&Value::Bool(true)) {
+            EXIT_FAILED
+        } else {
+            EXIT_OK
+        }
     } else {
         print_json(&frame["error"]);
         EXIT_FAILED

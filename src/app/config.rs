@@ -12,7 +12,11 @@ use crate::app::{LongRunning, ToolErrors};
 
 /// The command line.
 #[derive(Debug, Parser)]
-#[command(name = "cyberos-mcp-bridge", version, about = "CyberOS as MCP 2025-11-25 tools over stdio or Streamable HTTP")]
+#[command(
+    name = "cyberos-mcp-bridge",
+    version,
+    about = "CyberOS as MCP 2025-11-25 tools over stdio or Streamable HTTP"
+)]
 pub struct Cli {
     /// Global options, valid before or after a subcommand.
     #[command(flatten)]
@@ -76,7 +80,13 @@ pub struct Options {
     #[arg(long, global = true, env = "CYBEROS_PUBLIC_URL", value_name = "URL")]
     pub public_url: Option<String>,
     /// Allowed browser origin (repeatable; exact or https://*.example.com).
-    #[arg(long, global = true, env = "CYBEROS_CORS_ORIGIN", value_name = "PATTERN", value_delimiter = ',')]
+    #[arg(
+        long,
+        global = true,
+        env = "CYBEROS_CORS_ORIGIN",
+        value_name = "PATTERN",
+        value_delimiter = ','
+    )]
     #[serde(default)]
     pub cors_origin: Vec<String>,
     /// Data directory (default $XDG_DATA_HOME/cyberos-mcp-bridge).
@@ -89,14 +99,25 @@ pub struct Options {
     #[arg(long, global = true, env = "CYBEROS_CUO_COMMAND", value_name = "CMD")]
     pub cuo_command: Option<String>,
     /// Extra environment variable passed to CUO children (repeatable).
-    #[arg(long, global = true, env = "CYBEROS_CUO_ENV", value_name = "NAME", value_delimiter = ',')]
+    #[arg(
+        long,
+        global = true,
+        env = "CYBEROS_CUO_ENV",
+        value_name = "NAME",
+        value_delimiter = ','
+    )]
     #[serde(default)]
     pub cuo_env: Vec<String>,
     /// Memory service base URL (default: the embedded audit log).
     #[arg(long, global = true, env = "CYBEROS_MEMORY_URL", value_name = "URL")]
     pub memory_url: Option<String>,
     /// File holding the bridge's bearer token for the memory service.
-    #[arg(long, global = true, env = "CYBEROS_MEMORY_TOKEN_FILE", value_name = "FILE")]
+    #[arg(
+        long,
+        global = true,
+        env = "CYBEROS_MEMORY_TOKEN_FILE",
+        value_name = "FILE"
+    )]
     pub memory_token_file: Option<PathBuf>,
     /// SKILL folders directory (repeatable; default ./skills if present).
     #[arg(long, global = true, env = "CYBEROS_SKILLS_DIR", value_name = "DIR")]
@@ -109,7 +130,12 @@ pub struct Options {
     #[arg(long, global = true, env = "CYBEROS_JWKS_URL", value_name = "URL")]
     pub jwks_url: Option<String>,
     /// PEM public key that signs tokens.
-    #[arg(long, global = true, env = "CYBEROS_JWT_PUBLIC_KEY", value_name = "FILE")]
+    #[arg(
+        long,
+        global = true,
+        env = "CYBEROS_JWT_PUBLIC_KEY",
+        value_name = "FILE"
+    )]
     pub jwt_public_key: Option<PathBuf>,
     /// Required token issuer.
     #[arg(long, global = true, env = "CYBEROS_JWT_ISSUER", value_name = "S")]
@@ -118,7 +144,12 @@ pub struct Options {
     #[arg(long, global = true, env = "CYBEROS_JWT_AUDIENCE", value_name = "S")]
     pub jwt_audience: Option<String>,
     /// Authorization server for the RFC 9728 document (default: the issuer).
-    #[arg(long, global = true, env = "CYBEROS_AUTHORIZATION_SERVER", value_name = "URL")]
+    #[arg(
+        long,
+        global = true,
+        env = "CYBEROS_AUTHORIZATION_SERVER",
+        value_name = "URL"
+    )]
     pub authorization_server: Option<String>,
     /// Local development identity.
     #[arg(long, global = true, env = "CYBEROS_DEV")]
@@ -186,14 +217,31 @@ impl Options {
         };
         let text = std::fs::read_to_string(&path)
             .map_err(|e| ConfigError(format!("cannot read config file {}: {e}", path.display())))?;
-        let file: Options =
-            toml::from_str(&text).map_err(|e| ConfigError(format!("bad config file {}: {e}", path.display())))?;
+        let file: Options = toml::from_str(&text)
+            .map_err(|e| ConfigError(format!("bad config file {}: {e}", path.display())))?;
         macro_rules! fill {
             ($($field:ident),*) => { $( if self.$field.is_none() { self.$field = file.$field; } )* };
         }
-        fill!(transport, listen, public_url, data_dir, database_url, cuo_command, memory_url, memory_token_file,
-              token_file, jwks_url, jwt_public_key, jwt_issuer, jwt_audience, authorization_server, otlp_endpoint,
-              tool_errors, long_running, log_format);
+        fill!(
+            transport,
+            listen,
+            public_url,
+            data_dir,
+            database_url,
+            cuo_command,
+            memory_url,
+            memory_token_file,
+            token_file,
+            jwks_url,
+            jwt_public_key,
+            jwt_issuer,
+            jwt_audience,
+            authorization_server,
+            otlp_endpoint,
+            tool_errors,
+            long_running,
+            log_format
+        );
         macro_rules! fill_vec {
             ($($field:ident),*) => { $( if self.$field.is_empty() { self.$field = file.$field; } )* };
         }
@@ -208,21 +256,31 @@ impl Options {
     /// A message naming the bad option.
     pub fn resolve(self) -> Result<Config, ConfigError> {
         let listen = self.listen.as_deref().unwrap_or("127.0.0.1:8082");
-        let listen: SocketAddr =
-            listen.parse().map_err(|_| ConfigError(format!("--listen {listen:?} is not an address like 127.0.0.1:8082")))?;
+        let listen: SocketAddr = listen.parse().map_err(|_| {
+            ConfigError(format!(
+                "--listen {listen:?} is not an address like 127.0.0.1:8082"
+            ))
+        })?;
         if let Some(url) = &self.database_url
-            && !(url.starts_with("sqlite:") || url.starts_with("postgres://") || url.starts_with("postgresql://"))
+            && !(url.starts_with("sqlite:")
+                || url.starts_with("postgres://")
+                || url.starts_with("postgresql://"))
         {
-            return Err(ConfigError("--database-url must start with sqlite:, postgres:// or postgresql://".into()));
+            return Err(ConfigError(
+                "--database-url must start with sqlite:, postgres:// or postgresql://".into(),
+            ));
         }
         if let Some(url) = &self.memory_url
             && !(url.starts_with("http://") || url.starts_with("https://"))
         {
-            return Err(ConfigError("--memory-url must be an http:// or https:// URL".into()));
+            return Err(ConfigError(
+                "--memory-url must be an http:// or https:// URL".into(),
+            ));
         }
         let cuo_command = match &self.cuo_command {
             Some(cmd) => {
-                let words = shell_words::split(cmd).map_err(|e| ConfigError(format!("--cuo-command: {e}")))?;
+                let words = shell_words::split(cmd)
+                    .map_err(|e| ConfigError(format!("--cuo-command: {e}")))?;
                 if words.is_empty() {
                     return Err(ConfigError("--cuo-command is empty".into()));
                 }
@@ -232,7 +290,11 @@ impl Options {
         };
         let skills_dirs = if self.skills_dir.is_empty() {
             let local = PathBuf::from("skills");
-            if local.is_dir() { vec![local] } else { Vec::new() }
+            if local.is_dir() {
+                vec![local]
+            } else {
+                Vec::new()
+            }
         } else {
             self.skills_dir
         };
@@ -259,7 +321,8 @@ impl Options {
 
 /// The bundled reference runner: this same binary's `cuo-runner` subcommand.
 fn default_cuo_command() -> Result<Vec<String>, ConfigError> {
-    let exe = std::env::current_exe().map_err(|e| ConfigError(format!("cannot locate this executable: {e}")))?;
+    let exe = std::env::current_exe()
+        .map_err(|e| ConfigError(format!("cannot locate this executable: {e}")))?;
     Ok(vec![exe.display().to_string(), "cuo-runner".into()])
 }
 
@@ -269,7 +332,11 @@ fn default_data_dir() -> Result<PathBuf, ConfigError> {
         Some(x) => PathBuf::from(x),
         None => match std::env::var_os("HOME").filter(|v| !v.is_empty()) {
             Some(home) => PathBuf::from(home).join(".local/share"),
-            None => return Err(ConfigError("set --data-dir (neither XDG_DATA_HOME nor HOME is set)".into())),
+            None => {
+                return Err(ConfigError(
+                    "set --data-dir (neither XDG_DATA_HOME nor HOME is set)".into(),
+                ));
+            }
         },
     };
     Ok(base.join("cyberos-mcp-bridge"))
@@ -287,29 +354,53 @@ mod tests {
 
     #[test]
     fn flags_are_global_and_defaults_apply() {
-        let cli = Cli::try_parse_from(["x", "tools", "--data-dir", "/tmp/d", "--tool-errors", "result"]).unwrap();
+        let cli = Cli::try_parse_from([
+            "x",
+            "tools",
+            "--data-dir",
+            "/tmp/d",
+            "--tool-errors",
+            "result",
+        ])
+        .unwrap();
         assert!(matches!(cli.command, Some(Command::Tools)));
         let cfg = cli.options.resolve().unwrap();
         assert_eq!(cfg.data_dir, PathBuf::from("/tmp/d"));
         assert_eq!(cfg.tool_errors, ToolErrors::Result);
         assert_eq!(cfg.transport, Transport::Stdio);
         assert_eq!(cfg.listen.to_string(), "127.0.0.1:8082");
-        assert_eq!(cfg.cuo_command.last().map(String::as_str), Some("cuo-runner"));
+        assert_eq!(
+            cfg.cuo_command.last().map(String::as_str),
+            Some("cuo-runner")
+        );
     }
 
     #[test]
     fn cuo_command_is_split_like_a_shell_would() {
-        let cfg = options(&["--data-dir", "/d", "--cuo-command", "python3 -m 'cyberos cuo' --x"]).resolve().unwrap();
+        let cfg = options(&[
+            "--data-dir",
+            "/d",
+            "--cuo-command",
+            "python3 -m 'cyberos cuo' --x",
+        ])
+        .resolve()
+        .unwrap();
         assert_eq!(cfg.cuo_command, ["python3", "-m", "cyberos cuo", "--x"]);
     }
 
     #[test]
     fn bad_values_are_refused_with_the_flag_named() {
-        let err = options(&["--data-dir", "/d", "--listen", "nope"]).resolve().unwrap_err();
+        let err = options(&["--data-dir", "/d", "--listen", "nope"])
+            .resolve()
+            .unwrap_err();
         assert!(err.0.contains("--listen"), "{err}");
-        let err = options(&["--data-dir", "/d", "--database-url", "mysql://x"]).resolve().unwrap_err();
+        let err = options(&["--data-dir", "/d", "--database-url", "mysql://x"])
+            .resolve()
+            .unwrap_err();
         assert!(err.0.contains("--database-url"), "{err}");
-        let err = options(&["--data-dir", "/d", "--cuo-command", "a 'b"]).resolve().unwrap_err();
+        let err = options(&["--data-dir", "/d", "--cuo-command", "a 'b"])
+            .resolve()
+            .unwrap_err();
         assert!(err.0.contains("--cuo-command"), "{err}");
     }
 
@@ -317,8 +408,19 @@ mod tests {
     fn the_config_file_fills_what_flags_left_unset() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("c.toml");
-        std::fs::write(&path, "data-dir = \"/from/file\"\nlisten = \"127.0.0.1:9000\"\nskills-dir = [\"/s\"]\n").unwrap();
-        let opts = options(&["--config", path.to_str().unwrap(), "--listen", "127.0.0.1:9001"]).merge_file().unwrap();
+        std::fs::write(
+            &path,
+            "data-dir = \"/from/file\"\nlisten = \"127.0.0.1:9000\"\nskills-dir = [\"/s\"]\n",
+        )
+        .unwrap();
+        let opts = options(&[
+            "--config",
+            path.to_str().unwrap(),
+            "--listen",
+            "127.0.0.1:9001",
+        ])
+        .merge_file()
+        .unwrap();
         let cfg = opts.resolve().unwrap();
         assert_eq!(cfg.data_dir, PathBuf::from("/from/file"));
         assert_eq!(cfg.listen.port(), 9001);
@@ -330,7 +432,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("c.toml");
         std::fs::write(&path, "data_dir = \"/x\"\n").unwrap();
-        let err = options(&["--config", path.to_str().unwrap()]).merge_file().unwrap_err();
+        let err = options(&["--config", path.to_str().unwrap()])
+            .merge_file()
+            .unwrap_err();
         assert!(err.0.contains("bad config file"), "{err}");
     }
 }

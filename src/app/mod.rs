@@ -51,7 +51,10 @@ pub struct Settings {
 
 impl Default for Settings {
     fn default() -> Settings {
-        Settings { tool_errors: ToolErrors::Jsonrpc, long_running: LongRunning::Handle }
+        Settings {
+            tool_errors: ToolErrors::Jsonrpc,
+            long_running: LongRunning::Handle,
+        }
     }
 }
 
@@ -70,7 +73,12 @@ struct Inner {
 impl App {
     /// Builds the application; compiles every tool schema once.
     pub fn new(ports: Ports, settings: Settings, identity: Identity) -> App {
-        App(Arc::new(Inner { ports, settings, identity, registry: Registry::build() }))
+        App(Arc::new(Inner {
+            ports,
+            settings,
+            identity,
+            registry: Registry::build(),
+        }))
     }
 
     /// The ports.

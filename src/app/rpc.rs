@@ -30,10 +30,14 @@ pub enum RequestId {
 }
 
 impl RequestId {
-    fn from_value(v: &Value) -> Option<RequestId> {
+    /// Reads a string or integer id.
+    pub fn from_value(v: &Value) -> Option<RequestId> {
         match v {
             Value::String(s) => Some(RequestId::Str(s.clone())),
-            Value::Number(n) => n.as_i64().map(RequestId::Int).or_else(|| n.as_u64().map(RequestId::UInt)),
+            Value::Number(n) => n
+                .as_i64()
+                .map(RequestId::Int)
+                .or_else(|| n.as_u64().map(RequestId::UInt)),
             _ => None,
         }
     }
@@ -113,7 +117,11 @@ pub fn parse_frame(bytes: &[u8]) -> Result<Incoming, FrameError> {
         } else {
             "invalid request: a message must be a JSON object"
         };
-        return Err(FrameError { code: INVALID_REQUEST, message, id: None });
+        return Err(FrameError {
+            code: INVALID_REQUEST,
+            message,
+            id: None,
+        });
     };
     let id = match obj.get("id") {
         None => None,
@@ -123,7 +131,11 @@ pub fn parse_frame(bytes: &[u8]) -> Result<Incoming, FrameError> {
             id: None,
         })?),
     };
-    let invalid = |message, id: &Option<RequestId>| FrameError { code: INVALID_REQUEST, message, id: id.clone() };
+    let invalid = |message, id: &Option<RequestId>| FrameError {
+        code: INVALID_REQUEST,
+        message,
+        id: id.clone(),
+    };
     if obj.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
         return Err(invalid("invalid request: jsonrpc must be \"2.0\"", &id));
     }
@@ -136,13 +148,19 @@ pub fn parse_frame(bytes: &[u8]) -> Result<Incoming, FrameError> {
         Some(_) => Err(invalid("invalid request: method must be a string", &id)),
         None => {
             let Some(id) = id else {
-                return Err(invalid("invalid request: a message needs a method, or an id and a result", &None));
+                return Err(invalid(
+                    "invalid request: a message needs a method, or an id and a result",
+                    &None,
+                ));
             };
             let outcome = match (obj.remove("result"), obj.remove("error")) {
                 (Some(r), None) => Ok(r),
                 (None, Some(e)) => Err(e),
                 _ => {
-                    return Err(invalid("invalid request: a response needs exactly one of result and error", &Some(id)));
+                    return Err(invalid(
+                        "invalid request: a response needs exactly one of result and error",
+                        &Some(id),
+                    ));
                 }
             };
             Ok(Incoming::Response(PeerResponse { id, outcome }))
@@ -169,7 +187,11 @@ impl RpcError {
         data.insert("class".into(), ErrorClass::InputValidation.as_str().into());
         data.insert("trace_id".into(), trace.to_string().into());
         data.insert("hint".into(), hint.into());
-        RpcError { code, message: message.into(), data }
+        RpcError {
+            code,
+            message: message.into(),
+            data,
+        }
     }
 
     /// The contract envelope of a domain error. The match has no wildcard arm, so a new
@@ -193,7 +215,11 @@ impl RpcError {
             }
             DomainError::UpstreamUnavailable { .. } | DomainError::Internal { .. } => {}
         }
-        RpcError { code: class.code(), message: err.to_string(), data }
+        RpcError {
+            code: class.code(),
+            message: err.to_string(),
+            data,
+        }
     }
 
     /// Adds a member to `data`.
@@ -245,7 +271,13 @@ mod tests {
 
     #[test]
     fn arrays_and_scalars_are_invalid_requests_without_id() {
-        for text in ["[]", "[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}]", "1", "\"x\"", "null"] {
+        for text in [
+            "[]",
+            "[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}]",
+            "1",
+            "\"x\"",
+            "null",
+        ] {
             let e = frame_error(text);
             assert_eq!((e.code, e.id), (INVALID_REQUEST, None), "{text}");
         }
@@ -254,7 +286,9 @@ mod tests {
     #[test]
     fn a_bad_id_is_not_echoed() {
         for id in ["null", "1.5", "true", "{}", "[]"] {
-            let e = frame_error(&format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"ping\"}}"));
+            let e = frame_error(&format!(
+                "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"ping\"}}"
+            ));
             assert_eq!((e.code, e.id), (INVALID_REQUEST, None), "{id}");
         }
     }
@@ -268,13 +302,25 @@ mod tests {
     #[test]
     fn requests_notifications_and_responses_are_told_apart() {
         let r = parse_frame(br#"{"jsonrpc":"2.0","id":"a","method":"ping","extra":1}"#).unwrap();
-        assert!(matches!(r, Incoming::Request(Request { id: RequestId::Str(ref s), .. }) if s == "a"));
+        assert!(
+            matches!(r, Incoming::Request(Request { id: RequestId::Str(ref s), .. }) if s == "a")
+        );
         let n = parse_frame(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#).unwrap();
         assert!(matches!(n, Incoming::Notification(_)));
         let p = parse_frame(br#"{"jsonrpc":"2.0","id":3,"result":{}}"#).unwrap();
-        assert!(matches!(p, Incoming::Response(PeerResponse { outcome: Ok(_), .. })));
-        let big = parse_frame(br#"{"jsonrpc":"2.0","id":18446744073709551615,"method":"ping"}"#).unwrap();
-        assert!(matches!(big, Incoming::Request(Request { id: RequestId::UInt(u64::MAX), .. })));
+        assert!(matches!(
+            p,
+            Incoming::Response(PeerResponse { outcome: Ok(_), .. })
+        ));
+        let big =
+            parse_frame(br#"{"jsonrpc":"2.0","id":18446744073709551615,"method":"ping"}"#).unwrap();
+        assert!(matches!(
+            big,
+            Incoming::Request(Request {
+                id: RequestId::UInt(u64::MAX),
+                ..
+            })
+        ));
     }
 
     #[test]
@@ -292,7 +338,11 @@ mod tests {
         assert_eq!(e.code, -32602);
         assert_eq!(e.data["class"], "input_validation");
         assert_eq!(e.data["pointer"], "/persona");
-        let denied = DomainError::AuthzDenied { message: "m".into(), hint: "h".into(), missing_scopes: vec!["s".into()] };
+        let denied = DomainError::AuthzDenied {
+            message: "m".into(),
+            hint: "h".into(),
+            missing_scopes: vec!["s".into()],
+        };
         let e = RpcError::from_domain(&denied, trace);
         assert_eq!(e.code, -32000);
         assert_eq!(e.data["missing_scopes"], json!(["s"]));

@@ -3,7 +3,9 @@
 
 use serde_json::{Value, json};
 
-use crate::app::rpc::{self, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, Incoming, Request, RequestId, RpcError};
+use crate::app::rpc::{
+    self, INVALID_PARAMS, INVALID_REQUEST, Incoming, METHOD_NOT_FOUND, Request, RequestId, RpcError,
+};
 use crate::app::session::{LOG_LEVELS, Session};
 use crate::app::{App, tasks, trace};
 use crate::domain::{DomainError, ErrorClass, TraceId};
@@ -52,7 +54,12 @@ impl App {
         }
     }
 
-    async fn dispatch(&self, session: &Session, req: &Request, trace: TraceId) -> Result<Value, RpcError> {
+    async fn dispatch(
+        &self,
+        session: &Session,
+        req: &Request,
+        trace: TraceId,
+    ) -> Result<Value, RpcError> {
         let method = req.method.as_str();
         if !METHODS.contains(&method) {
             // Newer clients probe with `server/discover`; -32601 tells them to fall back to
@@ -86,25 +93,21 @@ impl App {
     }
 
     fn handle_notification(&self, session: &Session, method: &str, params: &Value) {
-        match method {
-            "notifications/cancelled" => {
-                let id = params.get("requestId").and_then(|v| match v {
-                    Value::String(s) => Some(RequestId::Str(s.clone())),
-                    Value::Number(n) => n.as_i64().map(RequestId::Int).or_else(|| n.as_u64().map(RequestId::UInt)),
-                    _ => None,
-                });
-                if let Some(id) = id
-                    && session.cancel(&id)
-                {
-                    tracing::debug!(request_id = ?id, "request cancelled by the client");
-                }
-            }
-            // `initialized` needs no action; other notifications are ignored as MCP asks.
-            _ => {}
+        // `initialized` needs no action; unknown notifications are ignored as MCP asks.
+        if method == "notifications/cancelled"
+            && let Some(id) = params.get("requestId").and_then(RequestId::from_value)
+            && session.cancel(&id)
+        {
+            tracing::debug!(request_id = ?id, "request cancelled by the client");
         }
     }
 
-    fn initialize(&self, session: &Session, params: &Value, trace: TraceId) -> Result<Value, RpcError> {
+    fn initialize(
+        &self,
+        session: &Session,
+        params: &Value,
+        trace: TraceId,
+    ) -> Result<Value, RpcError> {
         let requested = params.get("protocolVersion");
         let version = requested.and_then(Value::as_str);
         if !version.is_some_and(is_supported_request) {
@@ -121,7 +124,9 @@ impl App {
             .with_data("supported", json!([PROTOCOL_VERSION]))
             .with_data("requested", echoed));
         }
-        let elicitation = params.pointer("/capabilities/elicitation").is_some_and(Value::is_object);
+        let elicitation = params
+            .pointer("/capabilities/elicitation")
+            .is_some_and(Value::is_object);
         if !session.mark_initialized(elicitation) {
             return Err(RpcError::protocol(
                 INVALID_REQUEST,
@@ -169,13 +174,19 @@ impl App {
 
 /// Logs a domain error once, with its source chain (never sent to the client).
 pub fn log_domain_error(err: &DomainError, trace: TraceId) {
-    let source = std::error::Error::source(err).map(|s| s.to_string()).unwrap_or_default();
+    let source = std::error::Error::source(err)
+        .map(|s| s.to_string())
+        .unwrap_or_default();
     match err.class() {
         ErrorClass::InputValidation | ErrorClass::AuthzDenied => {
             tracing::info!(class = %err.class(), trace_id = %trace, "{err}");
         }
-        ErrorClass::UpstreamUnavailable => tracing::warn!(class = %err.class(), trace_id = %trace, source, "{err}"),
-        ErrorClass::Internal => tracing::error!(class = %err.class(), trace_id = %trace, source, "{err}"),
+        ErrorClass::UpstreamUnavailable => {
+            tracing::warn!(class = %err.class(), trace_id = %trace, source, "{err}")
+        }
+        ErrorClass::Internal => {
+            tracing::error!(class = %err.class(), trace_id = %trace, source, "{err}")
+        }
     }
 }
 
@@ -227,10 +238,26 @@ mod tests {
 
     #[test]
     fn version_policy_matches_the_contract() {
-        for ok in ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05", "2026-07-28", "2031-01-01"] {
+        for ok in [
+            "2025-11-25",
+            "2025-06-18",
+            "2025-03-26",
+            "2024-11-05",
+            "2026-07-28",
+            "2031-01-01",
+        ] {
             assert!(is_supported_request(ok), "{ok}");
         }
-        for bad in ["2024-01-01", "2025-11-24", "1.0.0", "", "2026-13-01", "2026-02-30", "2026-7-28", "latest"] {
+        for bad in [
+            "2024-01-01",
+            "2025-11-24",
+            "1.0.0",
+            "",
+            "2026-13-01",
+            "2026-02-30",
+            "2026-7-28",
+            "latest",
+        ] {
             assert!(!is_supported_request(bad), "{bad}");
         }
     }

@@ -15,7 +15,16 @@ use tokio_util::sync::CancellationToken;
 use crate::app::rpc::RequestId;
 
 /// RFC 5424 levels used by `logging/setLevel`, least severe first.
-pub const LOG_LEVELS: [&str; 8] = ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"];
+pub const LOG_LEVELS: [&str; 8] = [
+    "debug",
+    "info",
+    "notice",
+    "warning",
+    "error",
+    "critical",
+    "alert",
+    "emergency",
+];
 
 /// One client connection.
 pub struct Session {
@@ -47,7 +56,8 @@ impl Session {
     pub fn mark_initialized(&self, client_elicitation: bool) -> bool {
         let first = !self.initialized.swap(true, Ordering::AcqRel);
         if first {
-            self.client_elicitation.store(client_elicitation, Ordering::Release);
+            self.client_elicitation
+                .store(client_elicitation, Ordering::Release);
         }
         first
     }

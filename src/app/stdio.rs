@@ -10,7 +10,9 @@ use std::sync::Arc;
 
 use futures::FutureExt;
 use serde_json::Value;
-use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, BufWriter};
+use tokio::io::{
+    AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, BufWriter,
+};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -28,7 +30,12 @@ pub const MAX_LINE: usize = 4 * 1024 * 1024;
 ///
 /// # Errors
 /// Returns an IO error when reading the input fails; a closed output just ends writing.
-pub async fn serve<R, W>(app: App, input: R, output: W, shutdown: CancellationToken) -> std::io::Result<()>
+pub async fn serve<R, W>(
+    app: App,
+    input: R,
+    output: W,
+    shutdown: CancellationToken,
+) -> std::io::Result<()>
 where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin + Send + 'static,

@@ -11,12 +11,23 @@ use crate::app::tools::{json_value, rfc3339};
 use crate::domain::task::Task;
 use crate::domain::{DomainError, TaskId, TraceId};
 
-pub(crate) async fn handle(app: &App, method: &str, params: &Value, trace: TraceId) -> Result<Value, RpcError> {
-    let principal = app.identity().principal().map_err(|e| app.domain_failure(&e, trace))?;
+pub(crate) async fn handle(
+    app: &App,
+    method: &str,
+    params: &Value,
+    trace: TraceId,
+) -> Result<Value, RpcError> {
+    let principal = app
+        .identity()
+        .principal()
+        .map_err(|e| app.domain_failure(&e, trace))?;
     let tasks = &app.ports().tasks;
     if method == "tasks/list" {
         let cursor = params.get("cursor").and_then(Value::as_str);
-        let page = tasks.list(&principal.tenant, cursor, 50).await.map_err(|e| app.domain_failure(&e, trace))?;
+        let page = tasks
+            .list(&principal.tenant, cursor, 50)
+            .await
+            .map_err(|e| app.domain_failure(&e, trace))?;
         let mut out = json!({ "tasks": page.tasks.iter().map(spec_task).collect::<Vec<_>>() });
         if let Some(next) = page.next_cursor {
             out["nextCursor"] = next.into();
@@ -37,7 +48,10 @@ pub(crate) async fn handle(app: &App, method: &str, params: &Value, trace: Trace
     };
     let not_found = || app.domain_failure(&task_not_found(), trace);
     let id = TaskId::parse(raw).ok_or_else(not_found)?;
-    let task = tasks.get(&principal.tenant, id).await.map_err(|e| app.domain_failure(&e, trace))?;
+    let task = tasks
+        .get(&principal.tenant, id)
+        .await
+        .map_err(|e| app.domain_failure(&e, trace))?;
     match method {
         "tasks/get" if seed_shape => seed_task(&task).map_err(|e| app.domain_failure(&e, trace)),
         "tasks/get" => Ok(spec_task(&task)),
@@ -51,7 +65,8 @@ pub(crate) async fn handle(app: &App, method: &str, params: &Value, trace: Trace
 }
 
 fn task_not_found() -> DomainError {
-    DomainError::invalid("task not found").with_hint("Check the task id; tasks expire after their ttl.")
+    DomainError::invalid("task not found")
+        .with_hint("Check the task id; tasks expire after their ttl.")
 }
 
 fn spec_status(task: &Task) -> &'static str {
@@ -74,7 +89,11 @@ fn spec_task(task: &Task) -> Value {
         "ttl": task.expires_at.millis_since(task.created_at),
         "pollInterval": 1000
     });
-    let message = task.failure.as_ref().map(|f| f.hint.clone()).or_else(|| task.status_message.clone());
+    let message = task
+        .failure
+        .as_ref()
+        .map(|f| f.hint.clone())
+        .or_else(|| task.status_message.clone());
     if let Some(m) = message {
         v["statusMessage"] = m.into();
     }

@@ -6,7 +6,8 @@ use crate::domain::TraceId;
 /// bridge cannot run without.
 pub fn random_bytes<const N: usize>() -> [u8; N] {
     let mut buf = [0u8; N];
-    getrandom::fill(&mut buf).expect("the operating system's random number generator is unavailable");
+    getrandom::fill(&mut buf)
+        .expect("the operating system's random number generator is unavailable");
     buf
 }
 

@@ -26,6 +26,9 @@ pub fn ports(config: &Config) -> Ports {
 
 /// Builds the application for `config`.
 pub fn app(config: &Config) -> App {
-    let settings = Settings { tool_errors: config.tool_errors, long_running: config.long_running };
+    let settings = Settings {
+        tool_errors: config.tool_errors,
+        long_running: config.long_running,
+    };
     App::new(ports(config), settings, Identity::Local)
 }

@@ -19,8 +19,13 @@ impl Tool {
 }
 
 /// Writes that add a record (never overwrite) and run in CyberOS's own systems.
-const RUNS_WORK: Effects =
-    Effects { write: true, destructive: false, external_effect: false, idempotent: false, open_world: false };
+const RUNS_WORK: Effects = Effects {
+    write: true,
+    destructive: false,
+    external_effect: false,
+    idempotent: false,
+    open_world: false,
+};
 
 static LIST_PERSONAS: ToolSpec = ToolSpec {
     tool: Tool::ListPersonas,
@@ -87,7 +92,10 @@ static APPEND_AUDIT: ToolSpec = ToolSpec {
                   the call must be confirmed by the user.",
     input_schema: include_str!("schemas/append_audit.in.json"),
     output_schema: Some(include_str!("schemas/append_audit.out.json")),
-    effects: Effects { external_effect: true, ..RUNS_WORK },
+    effects: Effects {
+        external_effect: true,
+        ..RUNS_WORK
+    },
     scope: Scope::MemoryWrite,
     task_support: TaskSupport::Forbidden,
     upstream: Upstream::Memory,
@@ -156,13 +164,21 @@ mod tests {
     fn long_running_tools_are_the_ones_without_output_schemas() {
         for tool in Tool::ALL {
             let spec = tool.spec();
-            assert_eq!(spec.task_support == TaskSupport::Optional, spec.output_schema.is_none(), "{}", spec.name.as_str());
+            assert_eq!(
+                spec.task_support == TaskSupport::Optional,
+                spec.output_schema.is_none(),
+                "{}",
+                spec.name.as_str()
+            );
         }
     }
 
     #[test]
     fn only_append_audit_needs_confirmation() {
-        let confirmed: Vec<Tool> = Tool::ALL.into_iter().filter(|t| t.spec().effects.needs_confirmation()).collect();
+        let confirmed: Vec<Tool> = Tool::ALL
+            .into_iter()
+            .filter(|t| t.spec().effects.needs_confirmation())
+            .collect();
         assert_eq!(confirmed, [Tool::AppendAudit]);
     }
 
@@ -171,7 +187,11 @@ mod tests {
         for tool in Tool::ALL {
             let spec = tool.spec();
             if spec.effects.read_only() {
-                assert!(spec.scope.as_str().ends_with(":read"), "{}", spec.name.as_str());
+                assert!(
+                    spec.scope.as_str().ends_with(":read"),
+                    "{}",
+                    spec.name.as_str()
+                );
             }
         }
     }

@@ -29,14 +29,20 @@ impl Confirmation {
 
 /// Decides whether a call may proceed: `Ok(None)` when the tool needs no confirmation,
 /// `Ok(Some(how))` when it was confirmed, `AuthzDenied` otherwise.
-pub fn decide(spec: &ToolSpec, evidence: Option<Confirmation>) -> Result<Option<Confirmation>, DomainError> {
+pub fn decide(
+    spec: &ToolSpec,
+    evidence: Option<Confirmation>,
+) -> Result<Option<Confirmation>, DomainError> {
     if !spec.effects.needs_confirmation() {
         return Ok(None);
     }
     match evidence {
         Some(how) => Ok(Some(how)),
         None => Err(DomainError::denied(
-            format!("tool '{}' changes durable state and needs the user's confirmation", spec.name.as_str()),
+            format!(
+                "tool '{}' changes durable state and needs the user's confirmation",
+                spec.name.as_str()
+            ),
             "Ask the user to approve this call, then retry with _meta {\"com.cyberos/confirmed\": true} \
              or a confirmation token.",
         )),
@@ -51,7 +57,10 @@ mod tests {
     #[test]
     fn read_only_tools_never_need_confirmation() {
         assert_eq!(decide(Tool::ListSkills.spec(), None).unwrap(), None);
-        assert_eq!(decide(Tool::ReadAudit.spec(), Some(Confirmation::HostMeta)).unwrap(), None);
+        assert_eq!(
+            decide(Tool::ReadAudit.spec(), Some(Confirmation::HostMeta)).unwrap(),
+            None
+        );
     }
 
     #[test]
@@ -62,8 +71,16 @@ mod tests {
 
     #[test]
     fn any_evidence_confirms_and_is_reported() {
-        for how in [Confirmation::HostMeta, Confirmation::SeedFlag, Confirmation::Token, Confirmation::Elicited] {
-            assert_eq!(decide(Tool::AppendAudit.spec(), Some(how)).unwrap(), Some(how));
+        for how in [
+            Confirmation::HostMeta,
+            Confirmation::SeedFlag,
+            Confirmation::Token,
+            Confirmation::Elicited,
+        ] {
+            assert_eq!(
+                decide(Tool::AppendAudit.spec(), Some(how)).unwrap(),
+                Some(how)
+            );
         }
     }
 }

@@ -140,7 +140,11 @@ impl DomainError {
 
     /// Denied, with a hint.
     pub fn denied(message: impl Into<String>, hint: impl Into<String>) -> DomainError {
-        DomainError::AuthzDenied { message: message.into(), hint: hint.into(), missing_scopes: Vec::new() }
+        DomainError::AuthzDenied {
+            message: message.into(),
+            hint: hint.into(),
+            missing_scopes: Vec::new(),
+        }
     }
 
     /// An upstream failure with a generic message naming the upstream.
@@ -155,7 +159,10 @@ impl DomainError {
     }
 
     /// An internal error with a generic message.
-    pub fn internal(message: impl Into<String>, source: impl Into<Option<BoxError>>) -> DomainError {
+    pub fn internal(
+        message: impl Into<String>,
+        source: impl Into<Option<BoxError>>,
+    ) -> DomainError {
         DomainError::Internal {
             message: message.into(),
             hint: "This is a bug in the bridge; report it with the trace id.".into(),
@@ -212,7 +219,11 @@ mod tests {
         let cases = [
             (ErrorClass::InputValidation, -32602, "input_validation"),
             (ErrorClass::AuthzDenied, -32000, "authz_denied"),
-            (ErrorClass::UpstreamUnavailable, -32050, "upstream_unavailable"),
+            (
+                ErrorClass::UpstreamUnavailable,
+                -32050,
+                "upstream_unavailable",
+            ),
             (ErrorClass::Internal, -32603, "internal_error"),
         ];
         for (class, code, name) in cases {
@@ -223,7 +234,10 @@ mod tests {
 
     #[test]
     fn upstream_messages_do_not_show_the_source() {
-        let err = DomainError::unavailable(Upstream::Memory, Some("connect to 10.0.0.7:5432 refused".into()));
+        let err = DomainError::unavailable(
+            Upstream::Memory,
+            Some("connect to 10.0.0.7:5432 refused".into()),
+        );
         assert_eq!(err.to_string(), "the memory service is unavailable");
         assert_eq!(err.class(), ErrorClass::UpstreamUnavailable);
     }
@@ -231,7 +245,9 @@ mod tests {
     #[test]
     fn a_pointer_only_attaches_to_input_errors() {
         let err = DomainError::invalid("bad").with_pointer("/persona");
-        assert!(matches!(err, DomainError::InputValidation { pointer: Some(ref p), .. } if p == "/persona"));
+        assert!(
+            matches!(err, DomainError::InputValidation { pointer: Some(ref p), .. } if p == "/persona")
+        );
         let err = DomainError::internal("x", None).with_pointer("/a");
         assert!(matches!(err, DomainError::Internal { .. }));
     }

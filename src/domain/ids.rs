@@ -69,7 +69,9 @@ pub struct ParseTenantIdError;
 impl TenantId {
     /// Parses the hyphenated UUID form.
     pub fn parse(s: &str) -> Result<TenantId, ParseTenantIdError> {
-        uuid::Uuid::try_parse(s).map(TenantId).map_err(|_| ParseTenantIdError)
+        uuid::Uuid::try_parse(s)
+            .map(TenantId)
+            .map_err(|_| ParseTenantIdError)
     }
 
     /// The UUID.
@@ -212,7 +214,9 @@ mod tests {
 
     #[test]
     fn trace_ids_are_32_lowercase_hex_digits() {
-        let id = TraceId::from_bytes(*b"\x01\x23\x45\x67\x89\xab\xcd\xef\x01\x23\x45\x67\x89\xab\xcd\xef");
+        let id = TraceId::from_bytes(
+            *b"\x01\x23\x45\x67\x89\xab\xcd\xef\x01\x23\x45\x67\x89\xab\xcd\xef",
+        );
         assert_eq!(id.to_string(), "0123456789abcdef0123456789abcdef");
         assert_eq!(TraceId::parse("0123456789ABCDEF0123456789abcdef"), Some(id));
         assert_eq!(TraceId::parse("00000000000000000000000000000000"), None);

@@ -1,5 +1,5 @@
 //! Opaque JSON documents that pass through the core unread (workflow inputs, audit
-//! bodies, schemas), so port signatures never carry `serde_json::Value`.
+//! bodies, schemas), so port signatures never carry a JSON library's value type.
 
 /// A JSON text produced by a serializer at the edge. The domain never parses it.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -21,8 +21,14 @@ pub enum Scope {
 
 impl Scope {
     /// Every scope.
-    pub const ALL: [Scope; 6] =
-        [Scope::CuoRead, Scope::CuoExecute, Scope::MemoryRead, Scope::MemoryWrite, Scope::SkillRead, Scope::SkillInvoke];
+    pub const ALL: [Scope; 6] = [
+        Scope::CuoRead,
+        Scope::CuoExecute,
+        Scope::MemoryRead,
+        Scope::MemoryWrite,
+        Scope::SkillRead,
+        Scope::SkillInvoke,
+    ];
 
     /// The wire form, e.g. `cyberos:cuo:read`.
     pub const fn as_str(self) -> &'static str {

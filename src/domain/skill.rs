@@ -21,7 +21,9 @@ impl Skill {
     /// Whether every word of `query` appears in the name or description (case-insensitive).
     pub fn matches(&self, query: &str) -> bool {
         let hay = format!("{} {}", self.name, self.description).to_lowercase();
-        query.split_whitespace().all(|w| hay.contains(&w.to_lowercase()))
+        query
+            .split_whitespace()
+            .all(|w| hay.contains(&w.to_lowercase()))
     }
 }
 
@@ -31,7 +33,13 @@ mod tests {
 
     #[test]
     fn a_query_matches_when_every_word_appears() {
-        let s = Skill { name: "pdf-summary".into(), description: "Summarise a PDF report".into(), input_schema: None, path: "/s".into(), entrypoint: None };
+        let s = Skill {
+            name: "pdf-summary".into(),
+            description: "Summarise a PDF report".into(),
+            input_schema: None,
+            path: "/s".into(),
+            entrypoint: None,
+        };
         assert!(s.matches("pdf"));
         assert!(s.matches("SUMMARISE report"));
         assert!(s.matches(""));

@@ -28,9 +28,14 @@ impl TaskStatus {
 
     /// Parses the stored form.
     pub fn parse(s: &str) -> Option<TaskStatus> {
-        [TaskStatus::Running, TaskStatus::Completed, TaskStatus::Failed, TaskStatus::Cancelled]
-            .into_iter()
-            .find(|st| st.as_str() == s)
+        [
+            TaskStatus::Running,
+            TaskStatus::Completed,
+            TaskStatus::Failed,
+            TaskStatus::Cancelled,
+        ]
+        .into_iter()
+        .find(|st| st.as_str() == s)
     }
 
     /// Whether no further transition is possible.

@@ -22,7 +22,10 @@ pub struct ToolName(&'static str);
 impl ToolName {
     /// Checks the contract's pattern; panics (a compile error in `const` context) otherwise.
     pub const fn from_static(name: &'static str) -> ToolName {
-        assert!(is_valid_tool_name(name), "tool name must match ^cyberos\\.[a-z][a-z0-9]*\\.[a-z][a-z0-9_]*$");
+        assert!(
+            is_valid_tool_name(name),
+            "tool name must match ^cyberos\\.[a-z][a-z0-9]*\\.[a-z][a-z0-9_]*$"
+        );
         ToolName(name)
     }
 
@@ -87,8 +90,13 @@ pub struct Effects {
 
 impl Effects {
     /// Reads only, from CyberOS's own closed systems.
-    pub const READ_ONLY: Effects =
-        Effects { write: false, destructive: false, external_effect: false, idempotent: true, open_world: false };
+    pub const READ_ONLY: Effects = Effects {
+        write: false,
+        destructive: false,
+        external_effect: false,
+        idempotent: true,
+        open_world: false,
+    };
 
     /// Spec `readOnlyHint`.
     pub const fn read_only(&self) -> bool {
@@ -182,7 +190,9 @@ impl Tool {
 
     /// Looks a client-supplied name up; names from clients never become `ToolName`s.
     pub fn from_name(name: &str) -> Option<Tool> {
-        Tool::ALL.into_iter().find(|t| t.spec().name.as_str() == name)
+        Tool::ALL
+            .into_iter()
+            .find(|t| t.spec().name.as_str() == name)
     }
 
     /// The tool's name.
@@ -222,7 +232,11 @@ mod tests {
     fn effects_map_to_confirmation() {
         assert!(!Effects::READ_ONLY.needs_confirmation());
         assert!(Effects::READ_ONLY.read_only());
-        let audit = Effects { write: true, external_effect: true, ..Effects::READ_ONLY };
+        let audit = Effects {
+            write: true,
+            external_effect: true,
+            ..Effects::READ_ONLY
+        };
         assert!(audit.needs_confirmation());
         assert!(!audit.read_only());
     }

@@ -50,7 +50,11 @@ pub trait CuoRunner: Send + Sync + 'static {
     /// # Errors
     /// MUST return `InputValidation` for an unknown persona; `UpstreamUnavailable` as for
     /// [`CuoRunner::list_personas`].
-    async fn list_workflows(&self, ctx: &CallCtx, persona: Option<&str>) -> Result<Vec<Workflow>, DomainError>;
+    async fn list_workflows(
+        &self,
+        ctx: &CallCtx,
+        persona: Option<&str>,
+    ) -> Result<Vec<Workflow>, DomainError>;
 
     /// The best persona/workflow for `query`, with up to `limit - 1` alternates.
     ///

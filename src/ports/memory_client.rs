@@ -11,8 +11,12 @@ pub trait MemoryClient: Send + Sync + 'static {
     /// # Errors
     /// MUST return `UpstreamUnavailable` when the log is down, slow (5 s), or answers
     /// something malformed or oversized.
-    async fn append(&self, ctx: &CallCtx, entry: &NewAuditEntry, idempotency_key: &str)
-    -> Result<AuditReceipt, DomainError>;
+    async fn append(
+        &self,
+        ctx: &CallCtx,
+        entry: &NewAuditEntry,
+        idempotency_key: &str,
+    ) -> Result<AuditReceipt, DomainError>;
 
     /// One entry of `ctx.tenant`.
     ///

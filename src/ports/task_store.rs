@@ -42,7 +42,12 @@ pub trait TaskStore: Send + Sync + 'static {
     /// # Errors
     /// MUST return `InputValidation` for a cursor it did not issue; `UpstreamUnavailable`
     /// when down.
-    async fn list(&self, tenant: &TenantId, cursor: Option<&str>, limit: u32) -> Result<TaskPage, DomainError>;
+    async fn list(
+        &self,
+        tenant: &TenantId,
+        cursor: Option<&str>,
+        limit: u32,
+    ) -> Result<TaskPage, DomainError>;
 
     /// Moves a running task to a terminal status, only if it is still running. Returns the
     /// task as stored afterwards (so a caller sees `cancelled` if it lost the race).
@@ -63,8 +68,13 @@ pub trait TaskStore: Send + Sync + 'static {
     ///
     /// # Errors
     /// As for [`TaskStore::get`].
-    async fn record_progress(&self, tenant: &TenantId, id: TaskId, message: &str, now: Timestamp)
-    -> Result<(), DomainError>;
+    async fn record_progress(
+        &self,
+        tenant: &TenantId,
+        id: TaskId,
+        message: &str,
+        now: Timestamp,
+    ) -> Result<(), DomainError>;
 
     /// Whether the store answers.
     ///

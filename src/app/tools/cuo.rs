@@ -45,8 +45,16 @@ pub(super) async fn list_personas(app: &App, ctx: &CallCtx) -> Result<Value, Dom
     Ok(structured(json!({ "personas": personas })))
 }
 
-pub(super) async fn list_workflows(app: &App, ctx: &CallCtx, args: ListWorkflowsArgs) -> Result<Value, DomainError> {
-    let workflows = app.ports().cuo.list_workflows(ctx, args.persona.as_deref()).await?;
+pub(super) async fn list_workflows(
+    app: &App,
+    ctx: &CallCtx,
+    args: ListWorkflowsArgs,
+) -> Result<Value, DomainError> {
+    let workflows = app
+        .ports()
+        .cuo
+        .list_workflows(ctx, args.persona.as_deref())
+        .await?;
     let workflows = workflows
         .into_iter()
         .map(|w| {
@@ -60,14 +68,22 @@ pub(super) async fn list_workflows(app: &App, ctx: &CallCtx, args: ListWorkflows
 }
 
 pub(super) async fn route(app: &App, ctx: &CallCtx, args: RouteArgs) -> Result<Value, DomainError> {
-    let route = app.ports().cuo.route(ctx, &args.query, args.limit.unwrap_or(3)).await?;
+    let route = app
+        .ports()
+        .cuo
+        .route(ctx, &args.query, args.limit.unwrap_or(3))
+        .await?;
     Ok(structured(json!({
         "persona": route.persona, "workflow": route.workflow,
         "confidence": route.confidence, "alternates": route.alternates
     })))
 }
 
-pub(super) async fn execute_workflow(_app: &App, _ctx: &CallCtx, _args: ExecuteWorkflowArgs) -> Result<Value, DomainError> {
+pub(super) async fn execute_workflow(
+    _app: &App,
+    _ctx: &CallCtx,
+    _args: ExecuteWorkflowArgs,
+) -> Result<Value, DomainError> {
     Err(DomainError::unavailable(Upstream::TaskStore, None)
         .with_hint("Long-running tools need the task runner, which this build of the bridge does not include yet."))
 }

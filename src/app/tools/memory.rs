@@ -27,27 +27,56 @@ pub(super) struct ReadAuditArgs {
     cursor: Option<String>,
 }
 
-pub(super) async fn append_audit(app: &App, ctx: &CallCtx, args: AppendAuditArgs) -> Result<Value, DomainError> {
-    let entry = NewAuditEntry { kind: args.kind, subject: args.subject, body: json_text(&Value::Object(args.body)) };
+pub(super) async fn append_audit(
+    app: &App,
+    ctx: &CallCtx,
+    args: AppendAuditArgs,
+) -> Result<Value, DomainError> {
+    let entry = NewAuditEntry {
+        kind: args.kind,
+        subject: args.subject,
+        body: json_text(&Value::Object(args.body)),
+    };
     // One key per tool call: the adapter's own retries reuse it, so they never write twice.
-    let key: String = random_bytes::<16>().iter().map(|b| format!("{b:02x}")).collect();
+    let key: String = random_bytes::<16>()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
     let receipt = app.ports().memory.append(ctx, &entry, &key).await?;
-    Ok(structured(json!({ "audit_id": receipt.audit_id, "recorded_at": rfc3339(receipt.recorded_at) })))
+    Ok(structured(
+        json!({ "audit_id": receipt.audit_id, "recorded_at": rfc3339(receipt.recorded_at) }),
+    ))
 }
 
-pub(super) async fn read_audit(app: &App, ctx: &CallCtx, args: ReadAuditArgs) -> Result<Value, DomainError> {
+pub(super) async fn read_audit(
+    app: &App,
+    ctx: &CallCtx,
+    args: ReadAuditArgs,
+) -> Result<Value, DomainError> {
     let memory = &app.ports().memory;
     if let Some(id) = args.audit_id {
         let entry = memory.get(ctx, &id).await?;
         return Ok(structured(json!({ "entries": [entry_json(entry)?] })));
     }
-    let since = match args.since {
-        None => None,
-        Some(s) => Some(parse_rfc3339(&s).ok_or_else(|| DomainError::invalid_at("since is not an RFC 3339 time", "/since"))?),
+    let since =
+        match args.since {
+            None => None,
+            Some(s) => Some(parse_rfc3339(&s).ok_or_else(|| {
+                DomainError::invalid_at("since is not an RFC 3339 time", "/since")
+            })?),
+        };
+    let query = AuditQuery {
+        kind: args.kind,
+        since,
+        limit: args.limit.unwrap_or(50),
+        cursor: args.cursor,
     };
-    let query = AuditQuery { kind: args.kind, since, limit: args.limit.unwrap_or(50), cursor: args.cursor };
     let page = memory.list(ctx, &query).await?;
-    let entries = page.entries.into_iter().map(entry_json).collect::<Result<Vec<_>, _>>()?;
+    let entries = page
+        .entries
+        .into_iter()
+        .map(entry_json)
+        .collect::<Result<Vec<_>, _>>()?;
     let mut out = json!({ "entries": entries });
     if let Some(next) = page.next_cursor {
         out["next_cursor"] = next.into();
@@ -67,5 +96,7 @@ fn entry_json(e: AuditEntry) -> Result<Value, DomainError> {
 }
 
 fn parse_rfc3339(s: &str) -> Option<Timestamp> {
-    chrono::DateTime::parse_from_rfc3339(s).ok().map(|t| Timestamp::from_unix_millis(t.timestamp_millis()))
+    chrono::DateTime::parse_from_rfc3339(s)
+        .ok()
+        .map(|t| Timestamp::from_unix_millis(t.timestamp_millis()))
 }

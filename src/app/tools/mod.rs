@@ -19,7 +19,9 @@ use crate::app::server::truncate;
 use crate::app::session::Session;
 use crate::app::{App, ToolErrors, trace};
 use crate::domain::confirm::{self, Confirmation};
-use crate::domain::{CallCtx, DomainError, ErrorClass, JsonText, Principal, Timestamp, Tool, ToolSpec, TraceId};
+use crate::domain::{
+    CallCtx, DomainError, ErrorClass, JsonText, Principal, Timestamp, Tool, ToolSpec, TraceId,
+};
 
 /// The compiled tool catalogue: one argument validator per tool, built once, and the
 /// `tools/list` result.
@@ -43,8 +45,12 @@ impl Registry {
                     .expect("every bundled input schema compiles")
             })
             .collect();
-        let listing = json!({ "tools": Tool::ALL.iter().map(|t| tool_json(t.spec())).collect::<Vec<_>>() });
-        Registry { validators, listing }
+        let listing =
+            json!({ "tools": Tool::ALL.iter().map(|t| tool_json(t.spec())).collect::<Vec<_>>() });
+        Registry {
+            validators,
+            listing,
+        }
     }
 
     /// The `tools/list` result.
@@ -55,7 +61,10 @@ impl Registry {
     /// Checks arguments against the tool's schema; the first violation is reported with
     /// the JSON pointer of the field at fault.
     fn validate(&self, tool: Tool, args: &Value) -> Result<(), DomainError> {
-        let index = Tool::ALL.iter().position(|t| *t == tool).expect("every tool is in Tool::ALL");
+        let index = Tool::ALL
+            .iter()
+            .position(|t| *t == tool)
+            .expect("every tool is in Tool::ALL");
         let Some(error) = self.validators[index].iter_errors(args).next() else {
             return Ok(());
         };
@@ -63,21 +72,42 @@ impl Registry {
         let (message, pointer) = match error.kind() {
             jsonschema::error::ValidationErrorKind::Required { property } => {
                 let name = property.as_str().unwrap_or_default();
-                (format!("missing required argument '{}'", truncate(name, 64)), format!("{path}/{}", escape(name)))
+                (
+                    format!("missing required argument '{}'", truncate(name, 64)),
+                    format!("{path}/{}", escape(name)),
+                )
             }
             jsonschema::error::ValidationErrorKind::AdditionalProperties { unexpected } => {
                 let name = unexpected.first().map(String::as_str).unwrap_or_default();
-                (format!("unknown argument '{}'", truncate(name, 64)), format!("{path}/{}", escape(name)))
+                (
+                    format!("unknown argument '{}'", truncate(name, 64)),
+                    format!("{path}/{}", escape(name)),
+                )
             }
             _ => {
                 let detail = error.to_string();
-                let at = if path.is_empty() { "the arguments" } else { path.as_str() };
-                (format!("invalid value at {}: {}", truncate(at, 128), truncate(&detail, 200)), path.clone())
+                let at = if path.is_empty() {
+                    "the arguments"
+                } else {
+                    path.as_str()
+                };
+                (
+                    format!(
+                        "invalid value at {}: {}",
+                        truncate(at, 128),
+                        truncate(&detail, 200)
+                    ),
+                    path.clone(),
+                )
             }
         };
         let hint = format!(
             "Fix {} to match the input schema of {} (see tools/list).",
-            if pointer.is_empty() { "the arguments".to_owned() } else { format!("the argument at {pointer}") },
+            if pointer.is_empty() {
+                "the arguments".to_owned()
+            } else {
+                format!("the argument at {pointer}")
+            },
             tool.name()
         );
         Err(DomainError::invalid_at(message, pointer).with_hint(hint))
@@ -126,7 +156,8 @@ pub(crate) struct CallParams {
     pub meta: Map<String, Value>,
     /// The seed's top-level `"mcp/sampling/elicit_confirm"` flag.
     pub seed_confirm: bool,
-    /// `params.task`, when the client asked for a task.
+    /// `params.task`, when the client asked for a task (read by the task runner, #5).
+    #[allow(dead_code)]
     pub task: Option<Map<String, Value>>,
 }
 
@@ -149,16 +180,28 @@ impl CallParams {
             Some(_) => return Err("tools/call params.task must be an object"),
         };
         // Liberal in: a non-object `_meta` is ignored rather than refused.
-        let meta = p.get("_meta").and_then(Value::as_object).cloned().unwrap_or_default();
+        let meta = p
+            .get("_meta")
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default();
         let seed_confirm = p.get("mcp/sampling/elicit_confirm") == Some(&Value::Bool(true));
-        Ok(CallParams { name: name.clone(), arguments, meta, seed_confirm, task })
+        Ok(CallParams {
+            name: name.clone(),
+            arguments,
+            meta,
+            seed_confirm,
+            task,
+        })
     }
 
     /// The confirmation the host sent, if any (tokens and elicitation arrive with #4).
     fn confirmation(&self) -> Option<Confirmation> {
         if self.meta.get("com.cyberos/confirmed") == Some(&Value::Bool(true)) {
             Some(Confirmation::HostMeta)
-        } else if self.seed_confirm || self.meta.get("mcp/sampling/elicit_confirm") == Some(&Value::Bool(true)) {
+        } else if self.seed_confirm
+            || self.meta.get("mcp/sampling/elicit_confirm") == Some(&Value::Bool(true))
+        {
             Some(Confirmation::SeedFlag)
         } else {
             None
@@ -167,11 +210,24 @@ impl CallParams {
 }
 
 impl App {
-    pub(crate) async fn tools_call(&self, session: &Session, params: &Value, trace: TraceId) -> Result<Value, RpcError> {
+    pub(crate) async fn tools_call(
+        &self,
+        session: &Session,
+        params: &Value,
+        trace: TraceId,
+    ) -> Result<Value, RpcError> {
         let call = CallParams::parse(params).map_err(|m| {
-            RpcError::protocol(INVALID_PARAMS, m, "Send {\"name\": \"<tool>\", \"arguments\": {...}}.", trace)
+            RpcError::protocol(
+                INVALID_PARAMS,
+                m,
+                "Send {\"name\": \"<tool>\", \"arguments\": {...}}.",
+                trace,
+            )
         })?;
-        let principal = self.identity().principal().map_err(|e| self.domain_failure(&e, trace))?;
+        let principal = self
+            .identity()
+            .principal()
+            .map_err(|e| self.domain_failure(&e, trace))?;
         let Some(tool) = Tool::from_name(&call.name) else {
             // MCP: an unknown tool is a protocol error, whatever --tool-errors says.
             return Err(RpcError::protocol(
@@ -184,15 +240,24 @@ impl App {
         let started = Instant::now();
         let outcome = self.run_tool(session, &principal, tool, &call, trace).await;
         let duration_ms = started.elapsed().as_millis() as u64;
-        let outcome_name = outcome.as_ref().map_or_else(|e| e.class().as_str(), |_| "success");
+        let outcome_name = outcome
+            .as_ref()
+            .map_or_else(|e| e.class().as_str(), |_| "success");
         tracing::info!(tool = tool.name(), tenant = %principal.tenant, outcome = outcome_name, duration_ms, trace_id = %trace, "tool call");
         match outcome {
             Ok(result) => Ok(result),
             Err(err) => {
                 let as_result = self.settings().tool_errors == ToolErrors::Result
-                    && matches!(err.class(), ErrorClass::InputValidation | ErrorClass::UpstreamUnavailable);
+                    && matches!(
+                        err.class(),
+                        ErrorClass::InputValidation | ErrorClass::UpstreamUnavailable
+                    );
                 let wire = self.domain_failure(&err, trace);
-                if as_result { Ok(error_result(&wire)) } else { Err(wire) }
+                if as_result {
+                    Ok(error_result(&wire))
+                } else {
+                    Err(wire)
+                }
             }
         }
     }
@@ -209,8 +274,13 @@ impl App {
         if !principal.has(spec.scope) {
             let scope = spec.scope.as_str();
             return Err(DomainError::AuthzDenied {
-                message: format!("tool '{}' requires scope '{scope}' which is not in your token", tool.name()),
-                hint: format!("Re-authorise the plugin with the '{scope}' scope, or have an admin grant it."),
+                message: format!(
+                    "tool '{}' requires scope '{scope}' which is not in your token",
+                    tool.name()
+                ),
+                hint: format!(
+                    "Re-authorise the plugin with the '{scope}' scope, or have an admin grant it."
+                ),
                 missing_scopes: vec![scope.to_owned()],
             });
         }
@@ -240,7 +310,12 @@ impl App {
 
 /// Decodes validated arguments into a handler's `Args`.
 fn decode<T: DeserializeOwned>(args: &Value) -> Result<T, DomainError> {
-    T::deserialize(args).map_err(|e| DomainError::invalid(format!("invalid arguments: {}", truncate(&e.to_string(), 200))))
+    T::deserialize(args).map_err(|e| {
+        DomainError::invalid(format!(
+            "invalid arguments: {}",
+            truncate(&e.to_string(), 200)
+        ))
+    })
 }
 
 /// A successful `CallToolResult` whose `structuredContent` is `value`, with the same JSON
@@ -268,7 +343,8 @@ pub(crate) fn rfc3339(ts: Timestamp) -> String {
 
 /// A JSON document produced by an adapter, back as a value.
 pub(crate) fn json_value(text: &JsonText) -> Result<Value, DomainError> {
-    serde_json::from_str(text.as_str()).map_err(|e| DomainError::internal("an upstream document is not JSON", Some(e.into())))
+    serde_json::from_str(text.as_str())
+        .map_err(|e| DomainError::internal("an upstream document is not JSON", Some(e.into())))
 }
 
 /// A value as opaque JSON text for a port.

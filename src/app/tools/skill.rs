@@ -26,7 +26,11 @@ pub(super) struct InvokeSkillArgs {
 
 pub(super) async fn list_skills(app: &App, args: ListSkillsArgs) -> Result<Value, DomainError> {
     let query = args.query.as_deref().filter(|q| !q.trim().is_empty());
-    let skills = app.ports().skills.list(query, args.limit.unwrap_or(50)).await?;
+    let skills = app
+        .ports()
+        .skills
+        .list(query, args.limit.unwrap_or(50))
+        .await?;
     let skills = skills
         .into_iter()
         .map(|s| {
@@ -40,7 +44,11 @@ pub(super) async fn list_skills(app: &App, args: ListSkillsArgs) -> Result<Value
     Ok(structured(json!({ "skills": skills })))
 }
 
-pub(super) async fn invoke_skill(_app: &App, _ctx: &CallCtx, _args: InvokeSkillArgs) -> Result<Value, DomainError> {
+pub(super) async fn invoke_skill(
+    _app: &App,
+    _ctx: &CallCtx,
+    _args: InvokeSkillArgs,
+) -> Result<Value, DomainError> {
     Err(DomainError::unavailable(Upstream::TaskStore, None)
         .with_hint("Long-running tools need the task runner, which this build of the bridge does not include yet."))
 }

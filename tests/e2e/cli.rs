@@ -1,0 +1,119 @@
+//! The subcommands of the built binary.
+
+use std::process::Command;
+
+use serde_json::Value;
+
+use crate::support::{binary, fixtures};
+
+fn run(args: &[&str]) -> (i32, String, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(binary())
+        .arg("--data-dir")
+        .arg(dir.path())
+        .args(args)
+        .env_remove("RUST_LOG")
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap(),
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    )
+}
+
+#[test]
+fn tools_prints_the_tools_list_result() {
+    let (code, stdout, _) = run(&["tools"]);
+    assert_eq!(code, 0);
+    let v: Value = serde_json::from_str(&stdout).unwrap();
+    crate::schema::assert_valid("ListToolsResult", &v);
+    assert_eq!(v["tools"].as_array().unwrap().len(), 8);
+}
+
+#[test]
+fn call_prints_the_result_and_exits_0() {
+    let skills = fixtures().join("skills");
+    let (code, stdout, _) = run(&[
+        "call",
+        "cyberos.skill.list_skills",
+        r#"{"query":"release"}"#,
+        "--skills-dir",
+        skills.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{stdout}");
+    let v: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(v["structuredContent"]["skills"][0]["name"], "release-notes");
+}
+
+#[test]
+fn call_prints_the_envelope_and_exits_1_on_a_tool_error() {
+    let (code, stdout, _) = run(&["call", "cyberos.cuo.route", r#"{"query":""}"#]);
+    assert_eq!(code, 1);
+    let v: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(v["data"]["class"], "input_validation");
+    assert_eq!(v["data"]["pointer"], "/query");
+}
+
+#[test]
+fn call_exits_2_on_usage_errors() {
+    assert_eq!(run(&["call", "cyberos.cuo.nope", "{}"]).0, 2);
+    assert_eq!(run(&["call", "cyberos.skill.list_skills", "[1]"]).0, 2);
+    assert_eq!(run(&["call", "cyberos.skill.list_skills", "{oops"]).0, 2);
+}
+
+#[test]
+fn bad_configuration_exits_2_with_a_clear_message() {
+    let (code, _, stderr) = run(&["tools", "--listen", "not-an-address"]);
+    assert_eq!(code, 2);
+    assert!(stderr.contains("--listen"), "{stderr}");
+    let (code, _, stderr) = run(&["--config", "/nonexistent/bridge.toml", "tools"]);
+    assert_eq!(code, 2);
+    assert!(stderr.contains("config file"), "{stderr}");
+    let (code, _, _) = run(&["--transport", "carrier-pigeon"]);
+    assert_eq!(code, 2);
+}
+
+#[test]
+fn environment_variables_configure_like_flags() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(binary())
+        .args(["call", "cyberos.skill.list_skills", "{}"])
+        .env("CYBEROS_DATA_DIR", dir.path())
+        .env("CYBEROS_SKILLS_DIR", fixtures().join("skills"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        v["structuredContent"]["skills"].as_array().unwrap().len(),
+        2
+    );
+}
+
+#[test]
+fn check_reports_each_part_and_fails_when_one_is_down() {
+    let skills = fixtures().join("skills");
+    let (code, stdout, _) = run(&[
+        "check",
+        "--skills-dir",
+        skills.to_str().unwrap(),
+        "--memory-url",
+        "http://127.0.0.1:9",
+        "--cuo-command",
+        "/nonexistent/cuo",
+    ]);
+    assert_eq!(code, 1, "{stdout}");
+    assert!(
+        stdout.lines().any(|l| l.starts_with("ok    skills")),
+        "{stdout}"
+    );
+    assert!(
+        stdout.lines().any(|l| l.starts_with("FAIL  cuo")),
+        "{stdout}"
+    );
+    assert!(
+        stdout.lines().any(|l| l.starts_with("FAIL  memory")),
+        "{stdout}"
+    );
+}

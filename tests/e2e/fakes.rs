@@ -1,0 +1,217 @@
+//! Test doubles for the ports, used through the library API (never by the binary).
+
+use std::sync::Mutex;
+use std::time::Duration;
+
+use cyberos_mcp_bridge::domain::cuo::{Persona, Route, Workflow, WorkflowOutcome};
+use cyberos_mcp_bridge::domain::memory::{
+    AuditEntry, AuditPage, AuditQuery, AuditReceipt, NewAuditEntry,
+};
+use cyberos_mcp_bridge::domain::skill::Skill;
+use cyberos_mcp_bridge::domain::{CallCtx, DomainError, JsonText, Timestamp, Upstream};
+use cyberos_mcp_bridge::ports::{
+    Clock, CuoRunner, MemoryClient, ProgressSink, SkillIndex, SkillRun, WorkflowRun,
+};
+
+/// What a scripted upstream does on each call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Behaviour {
+    /// Answer at once.
+    Answer,
+    /// Answer after a delay.
+    Slow(Duration),
+    /// Panic (a bug in a handler's path).
+    Panic,
+    /// Report the upstream as down.
+    Down,
+}
+
+/// A skill index over a fixed list.
+pub struct StaticSkills {
+    pub skills: Vec<Skill>,
+    pub behaviour: Behaviour,
+}
+
+impl StaticSkills {
+    pub fn new(behaviour: Behaviour) -> StaticSkills {
+        let skill = |name: &str, description: &str| Skill {
+            name: name.into(),
+            description: description.into(),
+            input_schema: None,
+            path: format!("/skills/{name}"),
+            entrypoint: None,
+        };
+        StaticSkills {
+            skills: vec![skill("alpha", "First skill"), skill("beta", "Second skill")],
+            behaviour,
+        }
+    }
+
+    async fn act(&self) -> Result<(), DomainError> {
+        match self.behaviour {
+            Behaviour::Answer => Ok(()),
+            Behaviour::Slow(d) => {
+                tokio::time::sleep(d).await;
+                Ok(())
+            }
+            Behaviour::Panic => panic!("scripted panic in the skill index"),
+            Behaviour::Down => Err(DomainError::unavailable(Upstream::Skills, None)),
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl SkillIndex for StaticSkills {
+    async fn list(&self, query: Option<&str>, limit: usize) -> Result<Vec<Skill>, DomainError> {
+        self.act().await?;
+        Ok(self
+            .skills
+            .iter()
+            .filter(|s| query.is_none_or(|q| s.matches(q)))
+            .take(limit)
+            .cloned()
+            .collect())
+    }
+    async fn get(&self, name: &str) -> Result<Option<Skill>, DomainError> {
+        self.act().await?;
+        Ok(self.skills.iter().find(|s| s.name == name).cloned())
+    }
+    async fn check(&self) -> Result<(), DomainError> {
+        self.act().await
+    }
+}
+
+/// A CUO with one persona and one workflow.
+pub struct ScriptedCuo;
+
+#[async_trait::async_trait]
+impl CuoRunner for ScriptedCuo {
+    async fn list_personas(&self, _: &CallCtx) -> Result<Vec<Persona>, DomainError> {
+        Ok(vec![Persona {
+            id: "chief-technology-officer".into(),
+            title: "Chief Technology Officer".into(),
+            short_name: "CTO".into(),
+            description: "Owns technology.".into(),
+            workflows: vec!["architect-new-system".into()],
+        }])
+    }
+    async fn list_workflows(
+        &self,
+        _: &CallCtx,
+        persona: Option<&str>,
+    ) -> Result<Vec<Workflow>, DomainError> {
+        if persona.is_some_and(|p| p != "chief-technology-officer") {
+            return Err(DomainError::invalid("unknown persona"));
+        }
+        Ok(vec![Workflow {
+            persona: "chief-technology-officer".into(),
+            id: "architect-new-system".into(),
+            title: "Architect a new system".into(),
+            description: "Design it.".into(),
+            input_schema: JsonText::from_serialized(r#"{"type":"object"}"#.into()),
+            typical_duration_s: 30,
+        }])
+    }
+    async fn route(&self, _: &CallCtx, _: &str, _: u8) -> Result<Route, DomainError> {
+        Ok(Route {
+            persona: "chief-technology-officer".into(),
+            workflow: "architect-new-system".into(),
+            confidence: 0.9,
+            alternates: vec![],
+        })
+    }
+    async fn execute_workflow(
+        &self,
+        _: &CallCtx,
+        _: &WorkflowRun,
+        _: &dyn ProgressSink,
+    ) -> Result<WorkflowOutcome, DomainError> {
+        Ok(WorkflowOutcome {
+            steps_executed: 1,
+            final_artifacts: vec![],
+        })
+    }
+    async fn invoke_skill(
+        &self,
+        _: &CallCtx,
+        _: &SkillRun,
+        _: &dyn ProgressSink,
+    ) -> Result<JsonText, DomainError> {
+        Ok(JsonText::from_serialized(
+            r#"{"output":null,"artifacts":[]}"#.into(),
+        ))
+    }
+    async fn check(&self) -> Result<(), DomainError> {
+        Ok(())
+    }
+}
+
+/// An in-memory audit log, per tenant.
+#[derive(Default)]
+pub struct InMemoryAudit {
+    entries: Mutex<Vec<(String, AuditEntry)>>,
+}
+
+#[async_trait::async_trait]
+impl MemoryClient for InMemoryAudit {
+    async fn append(
+        &self,
+        ctx: &CallCtx,
+        entry: &NewAuditEntry,
+        _key: &str,
+    ) -> Result<AuditReceipt, DomainError> {
+        let mut entries = self.entries.lock().unwrap();
+        let id = format!("a-{}", entries.len() + 1);
+        let recorded_at = Timestamp::from_unix_millis(1_700_000_000_000);
+        entries.push((
+            ctx.tenant.to_string(),
+            AuditEntry {
+                audit_id: id.clone(),
+                kind: entry.kind.clone(),
+                actor_id: ctx.actor.clone(),
+                subject: entry.subject.clone(),
+                body: entry.body.clone(),
+                recorded_at,
+                trace_id: ctx.trace_id,
+            },
+        ));
+        Ok(AuditReceipt {
+            audit_id: id,
+            recorded_at,
+        })
+    }
+    async fn get(&self, ctx: &CallCtx, audit_id: &str) -> Result<AuditEntry, DomainError> {
+        let entries = self.entries.lock().unwrap();
+        entries
+            .iter()
+            .find(|(t, e)| *t == ctx.tenant.to_string() && e.audit_id == audit_id)
+            .map(|(_, e)| e.clone())
+            .ok_or_else(|| DomainError::invalid("audit entry not found"))
+    }
+    async fn list(&self, ctx: &CallCtx, q: &AuditQuery) -> Result<AuditPage, DomainError> {
+        let entries = self.entries.lock().unwrap();
+        let tenant = ctx.tenant.to_string();
+        let page = entries
+            .iter()
+            .rev()
+            .filter(|(t, _)| *t == tenant)
+            .take(q.limit as usize)
+            .map(|(_, e)| e.clone());
+        Ok(AuditPage {
+            entries: page.collect(),
+            next_cursor: None,
+        })
+    }
+    async fn check(&self) -> Result<(), DomainError> {
+        Ok(())
+    }
+}
+
+/// A clock that never moves.
+pub struct FixedClock(pub Timestamp);
+
+impl Clock for FixedClock {
+    fn now(&self) -> Timestamp {
+        self.0
+    }
+}

@@ -1,0 +1,9 @@
+//! The integration suite: one crate, scenarios in modules.
+
+mod cli;
+mod fakes;
+mod in_process;
+mod schema;
+mod stdio_binary;
+mod support;
+mod tidy;

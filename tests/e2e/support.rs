@@ -1,0 +1,217 @@
+//! Test harnesses: the built binary over real stdin/stdout, and the library over an
+//! in-memory duplex pipe. Both check every frame against the MCP schema.
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::schema::check_frame;
+
+/// How long a test waits for one frame before failing.
+pub const WAIT: Duration = Duration::from_secs(20);
+
+/// The path of the built binary.
+pub fn binary() -> &'static str {
+    env!("CARGO_BIN_EXE_cyberos-mcp-bridge")
+}
+
+/// The repository's fixture directory.
+pub fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
+}
+
+/// The bridge binary on stdio.
+pub struct Bridge {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    frames: mpsc::Receiver<String>,
+    sent: HashMap<String, (String, bool)>,
+    next_id: i64,
+    _data_dir: tempfile::TempDir,
+}
+
+impl Bridge {
+    /// Starts the binary with a fresh data dir, the fixture skills and `extra` flags.
+    pub fn spawn(extra: &[&str]) -> Bridge {
+        Bridge::spawn_with_env(extra, &[])
+    }
+
+    /// As [`Bridge::spawn`], with extra environment variables.
+    pub fn spawn_with_env(extra: &[&str], env: &[(&str, &str)]) -> Bridge {
+        let data_dir = tempfile::tempdir().unwrap();
+        let mut cmd = Command::new(binary());
+        cmd.arg("--data-dir")
+            .arg(data_dir.path())
+            .arg("--skills-dir")
+            .arg(fixtures().join("skills"))
+            .args(extra)
+            .env("RUST_LOG", "debug")
+            .envs(env.iter().copied())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
+        let mut child = cmd.spawn().expect("the bridge binary starts");
+        let stdin = child.stdin.take();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, frames) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Bridge {
+            child,
+            stdin,
+            frames,
+            sent: HashMap::new(),
+            next_id: 1,
+            _data_dir: data_dir,
+        }
+    }
+
+    /// Starts the binary and completes the handshake.
+    pub fn initialized(extra: &[&str]) -> Bridge {
+        let mut b = Bridge::spawn(extra);
+        b.initialize();
+        b
+    }
+
+    /// `initialize` + `notifications/initialized`; returns the initialize result.
+    pub fn initialize(&mut self) -> Value {
+        let resp = self.request("initialize", init_params("2025-11-25"));
+        assert_eq!(resp["result"]["protocolVersion"], "2025-11-25", "{resp}");
+        self.notify("notifications/initialized", json!({}));
+        resp["result"].clone()
+    }
+
+    /// Writes one raw line.
+    pub fn send_raw(&mut self, line: &[u8]) {
+        let stdin = self.stdin.as_mut().expect("stdin is open");
+        stdin.write_all(line).unwrap();
+        stdin.write_all(b"\n").unwrap();
+        stdin.flush().unwrap();
+    }
+
+    /// Sends a message, remembering the method of requests for schema checks.
+    pub fn send(&mut self, message: &Value) {
+        if let (Some(id), Some(method)) = (
+            message.get("id"),
+            message.get("method").and_then(Value::as_str),
+        ) {
+            let task = message["params"].get("task").is_some();
+            self.sent.insert(id.to_string(), (method.to_owned(), task));
+        }
+        self.send_raw(message.to_string().as_bytes());
+    }
+
+    /// Sends a request with a fresh id and returns its id.
+    pub fn send_request(&mut self, method: &str, params: Value) -> Value {
+        let id = json!(self.next_id);
+        self.next_id += 1;
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        id
+    }
+
+    /// Sends a request and waits for its response (other frames in between are checked
+    /// and dropped).
+    pub fn request(&mut self, method: &str, params: Value) -> Value {
+        let id = self.send_request(method, params);
+        loop {
+            let frame = self.recv();
+            if frame.get("id") == Some(&id) && frame.get("method").is_none() {
+                return frame;
+            }
+        }
+    }
+
+    /// Sends a notification.
+    pub fn notify(&mut self, method: &str, params: Value) {
+        self.send(&json!({"jsonrpc": "2.0", "method": method, "params": params}));
+    }
+
+    /// `tools/call` and its response.
+    pub fn call(&mut self, tool: &str, arguments: Value) -> Value {
+        self.request("tools/call", json!({"name": tool, "arguments": arguments}))
+    }
+
+    /// The next frame on stdout, checked against the schema.
+    pub fn recv(&mut self) -> Value {
+        let line = self
+            .frames
+            .recv_timeout(WAIT)
+            .expect("a frame on stdout in time");
+        let frame: Value = serde_json::from_str(&line)
+            .unwrap_or_else(|_| panic!("stdout carried a non-JSON line: {line}"));
+        let sent = frame
+            .get("id")
+            .and_then(|id| self.sent.get(&id.to_string()))
+            .cloned();
+        let task = sent.as_ref().is_some_and(|(_, t)| *t);
+        check_frame(&frame, sent.as_ref().map(|(m, _)| m.as_str()), task);
+        frame
+    }
+
+    /// Whether another frame arrives within `wait`.
+    pub fn recv_within(&mut self, wait: Duration) -> Option<Value> {
+        let line = self.frames.recv_timeout(wait).ok()?;
+        Some(serde_json::from_str(&line).unwrap())
+    }
+
+    /// Closes stdin and waits for the exit status.
+    pub fn close(mut self) -> std::process::ExitStatus {
+        drop(self.stdin.take());
+        for _ in 0..200 {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!("the bridge did not exit within 10 s of EOF");
+    }
+}
+
+impl Drop for Bridge {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `initialize` params asking for `version`.
+pub fn init_params(version: &str) -> Value {
+    json!({
+        "protocolVersion": version,
+        "capabilities": {"sampling": {}, "extensions": {"io.example/x": {}}},
+        "clientInfo": {"name": "e2e", "version": "0.0.1", "futureField": true}
+    })
+}
+
+/// Asserts the contract's envelope and returns `error.data`.
+pub fn assert_envelope(frame: &Value, code: i64, class: &str) -> Value {
+    let err = &frame["error"];
+    assert_eq!(err["code"], code, "{frame}");
+    assert_eq!(err["data"]["class"], class, "{frame}");
+    let trace = err["data"]["trace_id"]
+        .as_str()
+        .expect("trace_id in every error");
+    assert!(
+        trace.len() == 32
+            && trace
+                .bytes()
+                .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()),
+        "{trace}"
+    );
+    assert!(
+        err["data"]["hint"].as_str().is_some_and(|h| !h.is_empty()),
+        "{frame}"
+    );
+    err["data"].clone()
+}
