@@ -27,7 +27,11 @@ fn main() {
 
     println!("cyberos-mcp-bridge stdio benchmark ({n} requests per scenario)\n");
     let start = startup(&data, skills, if quick { 5 } else { 20 });
-    println!("startup to first initialize answer: p50 {:.2} ms, max {:.2} ms", ms(start.0), ms(start.1));
+    println!(
+        "startup to first initialize answer: p50 {:.2} ms, max {:.2} ms",
+        ms(start.0),
+        ms(start.1)
+    );
 
     let echo = Server::echo();
     let mut bridge = Server::bridge(&data, skills);
@@ -36,16 +40,37 @@ fn main() {
     let ping = json!({"method": "ping"});
     let list = json!({"method": "tools/list"});
     let call = json!({"method": "tools/call", "params": {"name": "cyberos.skill.list_skills", "arguments": {"limit": 5}}});
-    println!("{:<44} {:>10} {:>9} {:>9} {:>12}", "scenario", "msgs/s", "p50 µs", "p99 µs", "CPU µs/req");
+    println!(
+        "{:<44} {:>10} {:>9} {:>9} {:>12}",
+        "scenario", "msgs/s", "p50 µs", "p99 µs", "CPU µs/req"
+    );
     let mut echo = echo;
-    report("bare serde_json echo, sequential", echo.sequential(&ping, n));
-    report("bare serde_json echo, 64 in flight", echo.pipelined(&ping, n * 5, 64));
+    report(
+        "bare serde_json echo, sequential",
+        echo.sequential(&ping, n),
+    );
+    report(
+        "bare serde_json echo, 64 in flight",
+        echo.pipelined(&ping, n * 5, 64),
+    );
     report("bridge ping, sequential", bridge.sequential(&ping, n));
-    report("bridge ping, 64 in flight", bridge.pipelined(&ping, n * 5, 64));
+    report(
+        "bridge ping, 64 in flight",
+        bridge.pipelined(&ping, n * 5, 64),
+    );
     report("bridge tools/list, sequential", bridge.sequential(&list, n));
-    report("bridge tools/list, 64 in flight", bridge.pipelined(&list, n * 2, 64));
-    report("bridge tools/call list_skills, sequential", bridge.sequential(&call, n));
-    report("bridge tools/call list_skills, 64 in flight", bridge.pipelined(&call, n * 2, 64));
+    report(
+        "bridge tools/list, 64 in flight",
+        bridge.pipelined(&list, n * 2, 64),
+    );
+    report(
+        "bridge tools/call list_skills, sequential",
+        bridge.sequential(&call, n),
+    );
+    report(
+        "bridge tools/call list_skills, 64 in flight",
+        bridge.pipelined(&call, n * 2, 64),
+    );
     let _ = std::fs::remove_dir_all(&data);
 }
 
@@ -83,10 +108,20 @@ struct Server {
 
 impl Server {
     fn spawn(mut cmd: Command) -> Server {
-        let mut child = cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
+        let mut child = cmd
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
         let stdin = BufWriter::new(child.stdin.take().unwrap());
         let stdout = BufReader::new(child.stdout.take().unwrap());
-        Server { child, stdin, stdout, line: String::new() }
+        Server {
+            child,
+            stdin,
+            stdout,
+            line: String::new(),
+        }
     }
 
     fn echo() -> Server {
@@ -97,12 +132,18 @@ impl Server {
 
     fn bridge(data: &std::path::Path, skills: &str) -> Server {
         let mut cmd = Command::new(BRIDGE);
-        cmd.arg("--data-dir").arg(data).arg("--skills-dir").arg(skills).env("RUST_LOG", "error");
+        cmd.arg("--data-dir")
+            .arg(data)
+            .arg("--skills-dir")
+            .arg(skills)
+            .env("RUST_LOG", "error");
         let mut s = Server::spawn(cmd);
         s.send(1, &json!({"method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}}));
         s.stdin.flush().unwrap();
         s.recv();
-        s.stdin.write_all(b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n").unwrap();
+        s.stdin
+            .write_all(b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n")
+            .unwrap();
         s.stdin.flush().unwrap();
         std::thread::sleep(Duration::from_millis(300));
         s
@@ -125,15 +166,18 @@ impl Server {
     }
 
     fn cpu_ticks(&self) -> u64 {
-        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.child.id())).unwrap_or_default();
+        let stat =
+            std::fs::read_to_string(format!("/proc/{}/stat", self.child.id())).unwrap_or_default();
         let after = stat.rsplit(')').next().unwrap_or("");
         let f: Vec<&str> = after.split_whitespace().collect();
         // Fields 14 and 15 (utime, stime) are the 12th and 13th after the command name.
-        f.get(11).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0) + f.get(12).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0)
+        f.get(11).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0)
+            + f.get(12).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0)
     }
 
     fn rss_kib(&self) -> u64 {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap_or_default();
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
+            .unwrap_or_default();
         status
             .lines()
             .find(|l| l.starts_with("VmRSS:"))
@@ -185,7 +229,12 @@ impl Server {
         let ticks = self.cpu_ticks() - cpu0;
         // Linux reports CPU time in clock ticks of 10 ms.
         let cpu_us = ticks as f64 * 10_000.0 / n as f64;
-        Stats { per_sec: n as f64 / total.as_secs_f64(), p50: percentile(&lat, 0.5), p99: percentile(&lat, 0.99), cpu_us_per_req: cpu_us }
+        Stats {
+            per_sec: n as f64 / total.as_secs_f64(),
+            p50: percentile(&lat, 0.5),
+            p99: percentile(&lat, 0.99),
+            cpu_us_per_req: cpu_us,
+        }
     }
 }
 
@@ -215,7 +264,11 @@ fn startup(data: &std::path::Path, skills: &str, runs: usize) -> (Duration, Dura
 impl Server {
     fn bridge_uninitialized(data: &std::path::Path, skills: &str) -> Server {
         let mut cmd = Command::new(BRIDGE);
-        cmd.arg("--data-dir").arg(data).arg("--skills-dir").arg(skills).env("RUST_LOG", "error");
+        cmd.arg("--data-dir")
+            .arg(data)
+            .arg("--skills-dir")
+            .arg(skills)
+            .env("RUST_LOG", "error");
         Server::spawn(cmd)
     }
 }
@@ -231,7 +284,11 @@ fn echo_server() {
             break;
         }
         let v: Value = serde_json::from_str(&line).unwrap();
-        serde_json::to_writer(&mut out, &json!({"jsonrpc": "2.0", "id": v["id"], "result": {}})).unwrap();
+        serde_json::to_writer(
+            &mut out,
+            &json!({"jsonrpc": "2.0", "id": v["id"], "result": {}}),
+        )
+        .unwrap();
         out.write_all(b"\n").unwrap();
         if input.buffer().is_empty() {
             out.flush().unwrap();

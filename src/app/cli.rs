@@ -46,13 +46,47 @@ async fn serve(config: Config) -> i32 {
         version = env!("CARGO_PKG_VERSION"),
         "serving MCP 2025-11-25 on stdio"
     );
-    match stdio::serve(app, tokio::io::stdin(), tokio::io::stdout(), shutdown).await {
+    let (input, output) = stdio_streams();
+    match stdio::serve(app, input, output, shutdown).await {
         Ok(()) => EXIT_OK,
         Err(e) => {
             tracing::error!("reading stdin failed: {e}");
             EXIT_FAILED
         }
     }
+}
+
+type Input = Box<dyn tokio::io::AsyncRead + Unpin + Send>;
+type Output = Box<dyn tokio::io::AsyncWrite + Unpin + Send>;
+
+/// stdin and stdout as async streams. Hosts connect us with pipes, which are read and
+/// written directly on the reactor; anything else (a terminal, a file) goes through
+/// tokio's blocking-thread adapters, which cost a thread hand-off per read or write.
+fn stdio_streams() -> (Input, Output) {
+    #[cfg(unix)]
+    {
+        use std::os::fd::AsFd;
+        use tokio::net::unix::pipe;
+        let input: Input = match std::io::stdin()
+            .as_fd()
+            .try_clone_to_owned()
+            .map(pipe::Receiver::from_owned_fd)
+        {
+            Ok(Ok(rx)) => Box::new(rx),
+            _ => Box::new(tokio::io::stdin()),
+        };
+        let output: Output = match std::io::stdout()
+            .as_fd()
+            .try_clone_to_owned()
+            .map(pipe::Sender::from_owned_fd)
+        {
+            Ok(Ok(tx)) => Box::new(tx),
+            _ => Box::new(tokio::io::stdout()),
+        };
+        (input, output)
+    }
+    #[cfg(not(unix))]
+    (Box::new(tokio::io::stdin()), Box::new(tokio::io::stdout()))
 }
 
 async fn cancel_on_signal(token: CancellationToken) {
@@ -123,7 +157,8 @@ async fn call(config: &Config, tool: &str, args: Option<&str>) -> i32 {
         method: "tools/call".into(),
         params: json!({ "name": tool, "arguments": args, "_meta": {} }),
     };
-    let frame = app.handle_request(&session, req).await;
+    let frame: Value =
+        serde_json::from_str(&app.handle_request(&session, req).await).expect("frames are JSON");
     if let Some(result) = frame.get("result") {
         print_json(result);
         if result.get("isError") == Some(&Value::Bool(true)) {

@@ -5,6 +5,8 @@
 //! follows the 2025-11-25 schema (an error's `id` is omitted, never null, when the
 //! request's id could not be read).
 
+use std::sync::Arc;
+
 use serde_json::{Map, Value, json};
 
 use crate::domain::{DomainError, ErrorClass, TraceId};
@@ -234,25 +236,44 @@ impl RpcError {
     }
 }
 
-/// A success response frame.
-pub fn success(id: &RequestId, result: Value) -> Value {
-    json!({ "jsonrpc": "2.0", "id": id.to_value(), "result": result })
+/// A method's result: a value, or JSON text serialized once and reused (`tools/list`).
+#[derive(Debug, Clone)]
+pub enum Reply {
+    /// Serialized per response.
+    Json(Value),
+    /// Already serialized.
+    Raw(Arc<str>),
 }
 
-/// An error response frame; `id` is omitted when unknown.
-pub fn failure(id: Option<&RequestId>, err: &RpcError) -> Value {
+impl From<Value> for Reply {
+    fn from(v: Value) -> Reply {
+        Reply::Json(v)
+    }
+}
+
+/// A success response frame, serialized (one line, no trailing newline).
+pub fn success(id: &RequestId, result: &Reply) -> String {
+    let id = id.to_value().to_string();
+    match result {
+        Reply::Json(v) => format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{v}}}"#),
+        Reply::Raw(text) => format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{text}}}"#),
+    }
+}
+
+/// An error response frame, serialized; `id` is omitted when unknown.
+pub fn failure(id: Option<&RequestId>, err: &RpcError) -> String {
     let mut frame = Map::with_capacity(3);
     frame.insert("jsonrpc".into(), "2.0".into());
     if let Some(id) = id {
         frame.insert("id".into(), id.to_value());
     }
     frame.insert("error".into(), err.to_value());
-    Value::Object(frame)
+    Value::Object(frame).to_string()
 }
 
-/// A notification frame.
-pub fn notification(method: &str, params: Value) -> Value {
-    json!({ "jsonrpc": "2.0", "method": method, "params": params })
+/// A notification frame, serialized.
+pub fn notification(method: &str, params: Value) -> String {
+    json!({ "jsonrpc": "2.0", "method": method, "params": params }).to_string()
 }
 
 #[cfg(test)]
@@ -326,7 +347,7 @@ mod tests {
     #[test]
     fn error_frames_omit_an_unknown_id() {
         let err = RpcError::protocol(PARSE_ERROR, "x", "y", TraceId::from_bytes([1; 16]));
-        let frame = failure(None, &err);
+        let frame: Value = serde_json::from_str(&failure(None, &err)).unwrap();
         assert!(frame.get("id").is_none());
         assert_eq!(frame["error"]["data"]["trace_id"], "01".repeat(16));
     }

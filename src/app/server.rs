@@ -4,7 +4,8 @@
 use serde_json::{Value, json};
 
 use crate::app::rpc::{
-    self, INVALID_PARAMS, INVALID_REQUEST, Incoming, METHOD_NOT_FOUND, Request, RequestId, RpcError,
+    self, INVALID_PARAMS, INVALID_REQUEST, Incoming, METHOD_NOT_FOUND, Reply, Request, RequestId,
+    RpcError,
 };
 use crate::app::session::{LOG_LEVELS, Session};
 use crate::app::{App, tasks, trace};
@@ -30,7 +31,7 @@ const METHODS: [&str; 9] = [
 
 impl App {
     /// Handles one incoming message; returns the response frame for requests.
-    pub async fn handle(&self, session: &Session, message: Incoming) -> Option<Value> {
+    pub async fn handle(&self, session: &Session, message: Incoming) -> Option<String> {
         match message {
             Incoming::Request(req) => Some(self.handle_request(session, req).await),
             Incoming::Notification(n) => {
@@ -43,10 +44,10 @@ impl App {
     }
 
     /// Handles one request and builds its response frame.
-    pub async fn handle_request(&self, session: &Session, req: Request) -> Value {
+    pub async fn handle_request(&self, session: &Session, req: Request) -> String {
         let trace = trace::new_trace_id();
         match self.dispatch(session, &req, trace).await {
-            Ok(result) => rpc::success(&req.id, result),
+            Ok(result) => rpc::success(&req.id, &result),
             Err(err) => {
                 tracing::debug!(method = %req.method, code = err.code, trace_id = %trace, "request failed");
                 rpc::failure(Some(&req.id), &err)
@@ -59,7 +60,7 @@ impl App {
         session: &Session,
         req: &Request,
         trace: TraceId,
-    ) -> Result<Value, RpcError> {
+    ) -> Result<Reply, RpcError> {
         let method = req.method.as_str();
         if !METHODS.contains(&method) {
             // Newer clients probe with `server/discover`; -32601 tells them to fall back to
@@ -80,13 +81,20 @@ impl App {
             ));
         }
         match method {
-            "initialize" => self.initialize(session, &req.params, trace),
-            "ping" => Ok(json!({})),
-            "logging/setLevel" => set_level(session, &req.params, trace),
+            "initialize" => self
+                .initialize(session, &req.params, trace)
+                .map(Reply::Json),
+            "ping" => Ok(Reply::Json(json!({}))),
+            "logging/setLevel" => set_level(session, &req.params, trace).map(Reply::Json),
             "tools/list" => self.tools_list(&req.params, trace),
-            "tools/call" => self.tools_call(session, &req.params, trace).await,
+            "tools/call" => self
+                .tools_call(session, &req.params, trace)
+                .await
+                .map(Reply::Json),
             "tasks/get" | "tasks/result" | "tasks/list" | "tasks/cancel" => {
-                tasks::handle(self, method, &req.params, trace).await
+                tasks::handle(self, method, &req.params, trace)
+                    .await
+                    .map(Reply::Json)
             }
             _ => unreachable!("METHODS lists every method matched here"),
         }
@@ -152,7 +160,7 @@ impl App {
         }))
     }
 
-    fn tools_list(&self, params: &Value, trace: TraceId) -> Result<Value, RpcError> {
+    fn tools_list(&self, params: &Value, trace: TraceId) -> Result<Reply, RpcError> {
         // One page holds every tool, so no cursor we could have issued exists.
         if params.get("cursor").is_some_and(|c| !c.is_null()) {
             return Err(RpcError::protocol(
@@ -162,7 +170,7 @@ impl App {
                 trace,
             ));
         }
-        Ok(self.registry().listing().clone())
+        Ok(Reply::Raw(self.registry().listing_text()))
     }
 
     /// Maps a domain error to the wire, logging it once with its source chain.

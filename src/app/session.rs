@@ -8,7 +8,6 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 
-use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -32,12 +31,12 @@ pub struct Session {
     client_elicitation: AtomicBool,
     log_level: AtomicU8,
     inflight: Mutex<HashMap<RequestId, CancellationToken>>,
-    outbound: mpsc::Sender<Value>,
+    outbound: mpsc::Sender<String>,
 }
 
 impl Session {
     /// A new, uninitialized session whose notifications go to `outbound`.
-    pub fn new(outbound: mpsc::Sender<Value>) -> Session {
+    pub fn new(outbound: mpsc::Sender<String>) -> Session {
         Session {
             initialized: AtomicBool::new(false),
             client_elicitation: AtomicBool::new(false),
@@ -100,8 +99,8 @@ impl Session {
         }
     }
 
-    /// Queues a notification to the client; dropped if the connection is gone.
-    pub async fn notify(&self, frame: Value) {
+    /// Queues a serialized notification to the client; dropped if the connection is gone.
+    pub async fn notify(&self, frame: String) {
         let _ = self.outbound.send(frame).await;
     }
 

@@ -9,7 +9,6 @@ use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
 use futures::FutureExt;
-use serde_json::Value;
 use tokio::io::{
     AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, BufWriter,
 };
@@ -40,7 +39,7 @@ where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    let (tx, rx) = mpsc::channel::<Value>(1024);
+    let (tx, rx) = mpsc::channel::<String>(1024);
     let writer = tokio::spawn(write_frames(rx, output));
     let session = Arc::new(Session::new(tx.clone()));
     let tracker = TaskTracker::new();
@@ -110,7 +109,7 @@ where
 }
 
 /// The internal-error response for a handler that panicked; the bridge keeps serving.
-fn panic_frame(id: &rpc::RequestId, method: &str) -> Value {
+fn panic_frame(id: &rpc::RequestId, method: &str) -> String {
     let trace = new_trace_id();
     tracing::error!(method, trace_id = %trace, "handler panicked");
     let err = DomainError::internal("internal error", None);
@@ -119,19 +118,14 @@ fn panic_frame(id: &rpc::RequestId, method: &str) -> Value {
 
 /// Writes frames, flushing whenever the queue runs dry so pipelined responses share a
 /// write.
-async fn write_frames<W: AsyncWrite + Unpin>(mut rx: mpsc::Receiver<Value>, output: W) {
+async fn write_frames<W: AsyncWrite + Unpin>(mut rx: mpsc::Receiver<String>, output: W) {
     let mut out = BufWriter::with_capacity(64 * 1024, output);
-    let mut buf = Vec::with_capacity(4096);
     while let Some(frame) = rx.recv().await {
         let mut next = Some(frame);
         while let Some(frame) = next {
-            buf.clear();
             // serde_json escapes newlines inside strings, so a frame is always one line.
-            if serde_json::to_writer(&mut buf, &frame).is_err() {
-                break;
-            }
-            buf.push(b'\n');
-            if out.write_all(&buf).await.is_err() {
+            if out.write_all(frame.as_bytes()).await.is_err() || out.write_all(b"\n").await.is_err()
+            {
                 return;
             }
             next = rx.try_recv().ok();

@@ -28,6 +28,7 @@ use crate::domain::{
 pub struct Registry {
     validators: Vec<jsonschema::Validator>,
     listing: Value,
+    listing_text: std::sync::Arc<str>,
 }
 
 impl Registry {
@@ -47,15 +48,22 @@ impl Registry {
             .collect();
         let listing =
             json!({ "tools": Tool::ALL.iter().map(|t| tool_json(t.spec())).collect::<Vec<_>>() });
+        let listing_text = listing.to_string().into();
         Registry {
             validators,
             listing,
+            listing_text,
         }
     }
 
     /// The `tools/list` result.
     pub fn listing(&self) -> &Value {
         &self.listing
+    }
+
+    /// The `tools/list` result, serialized once.
+    pub fn listing_text(&self) -> std::sync::Arc<str> {
+        std::sync::Arc::clone(&self.listing_text)
     }
 
     /// Checks arguments against the tool's schema; the first violation is reported with
