@@ -4,4 +4,6 @@
 pub mod adapters;
 pub mod app;
 pub mod domain;
+pub mod lines;
 pub mod ports;
+pub mod runner;

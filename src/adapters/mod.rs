@@ -1,6 +1,9 @@
 //! Driven adapters: each file implements one port over one technology.
 //! Only `app::wiring` names them.
 
+pub mod cuo_process;
+pub mod memory_http;
 pub mod skills_fs;
+pub mod sqlite;
 pub mod system_clock;
-pub mod unwired;
+pub mod unavailable;

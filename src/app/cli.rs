@@ -23,11 +23,14 @@ pub async fn run(config: Config, command: Option<Command>) -> i32 {
     match command {
         None => serve(config).await,
         Some(Command::Tools) => {
-            let app = wiring::app(&config);
+            let app = wiring::app(&config).await;
             print_json(app.registry().listing());
             EXIT_OK
         }
         Some(Command::Check) => check(&config).await,
+        Some(Command::CuoRunner { catalog, pace_ms }) => {
+            crate::runner::run(crate::runner::RunnerOptions { catalog, pace_ms }).await
+        }
         Some(Command::Call { tool, args }) => call(&config, &tool, args.as_deref()).await,
     }
 }
@@ -39,7 +42,7 @@ async fn serve(config: Config) -> i32 {
         );
         return EXIT_USAGE;
     }
-    let app = wiring::app(&config);
+    let app = wiring::app(&config).await;
     let shutdown = CancellationToken::new();
     tokio::spawn(cancel_on_signal(shutdown.clone()));
     tracing::info!(
@@ -108,7 +111,7 @@ async fn cancel_on_signal(token: CancellationToken) {
 }
 
 async fn check(config: &Config) -> i32 {
-    let ports = wiring::ports(config);
+    let ports = wiring::ports(config).await;
     let mut ok = true;
     let mut line = |name: &str, result: Result<(), String>| {
         match &result {
@@ -148,7 +151,7 @@ async fn call(config: &Config, tool: &str, args: Option<&str>) -> i32 {
         );
         return EXIT_USAGE;
     }
-    let app = wiring::app(config);
+    let app = wiring::app(config).await;
     let (tx, _rx) = tokio::sync::mpsc::channel(16);
     let session = Session::new(tx);
     session.mark_initialized(false);

@@ -33,6 +33,15 @@ pub enum Command {
     Tools,
     /// Check configuration, store and upstreams; exit 0 when all are fine, 1 otherwise.
     Check,
+    /// Run the bundled reference CUO runner on stdin/stdout (the default --cuo-command).
+    CuoRunner {
+        /// Load persona JSON files from this directory instead of the bundled catalogue.
+        #[arg(long, value_name = "DIR")]
+        catalog: Option<PathBuf>,
+        /// Simulated work time per workflow step, in milliseconds (demos and load tests).
+        #[arg(long, value_name = "MS", default_value_t = 0)]
+        pace_ms: u64,
+    },
     /// Call one tool in-process and print its result (or error envelope) as JSON.
     Call {
         /// Tool name, e.g. cyberos.skill.list_skills.
@@ -98,6 +107,9 @@ pub struct Options {
     /// CUO command, split like a shell would and run without one (default: the bundled runner).
     #[arg(long, global = true, env = "CYBEROS_CUO_COMMAND", value_name = "CMD")]
     pub cuo_command: Option<String>,
+    /// Timeout of short CUO calls in seconds (default 10).
+    #[arg(long, global = true, env = "CYBEROS_CUO_TIMEOUT", value_name = "SECS")]
+    pub cuo_timeout: Option<u64>,
     /// Extra environment variable passed to CUO children (repeatable).
     #[arg(
         long,
@@ -189,6 +201,8 @@ pub struct Config {
     pub cuo_command: Vec<String>,
     /// Extra variables for CUO children.
     pub cuo_env: Vec<String>,
+    /// Timeout of short CUO calls.
+    pub cuo_timeout: std::time::Duration,
     /// Memory service URL, if not embedded.
     pub memory_url: Option<String>,
     /// Memory bearer token file.
@@ -229,6 +243,7 @@ impl Options {
             data_dir,
             database_url,
             cuo_command,
+            cuo_timeout,
             memory_url,
             memory_token_file,
             token_file,
@@ -308,6 +323,15 @@ impl Options {
             database_url: self.database_url,
             cuo_command,
             cuo_env: self.cuo_env,
+            cuo_timeout: std::time::Duration::from_secs(match self.cuo_timeout {
+                Some(0) => {
+                    return Err(ConfigError(
+                        "--cuo-timeout must be at least 1 second".into(),
+                    ));
+                }
+                Some(s) => s,
+                None => 10,
+            }),
             memory_url: self.memory_url,
             memory_token_file: self.memory_token_file,
             skills_dirs,

@@ -228,17 +228,7 @@ fn set_level(session: &Session, params: &Value, trace: TraceId) -> Result<Value,
     }
 }
 
-/// At most `max` bytes of `s`, cut at a character boundary.
-pub fn truncate(s: &str, max: usize) -> &str {
-    if s.len() <= max {
-        return s;
-    }
-    let mut end = max;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    &s[..end]
-}
+pub use crate::lines::truncate;
 
 #[cfg(test)]
 mod tests {
@@ -268,11 +258,5 @@ mod tests {
         ] {
             assert!(!is_supported_request(bad), "{bad}");
         }
-    }
-
-    #[test]
-    fn truncation_respects_character_boundaries() {
-        assert_eq!(truncate("abc", 5), "abc");
-        assert_eq!(truncate("héllo", 2), "h");
     }
 }

@@ -9,9 +9,7 @@ use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
 use futures::FutureExt;
-use tokio::io::{
-    AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, BufWriter,
-};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, BufWriter};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -21,6 +19,7 @@ use crate::app::rpc::{self, INVALID_REQUEST, Incoming, RpcError};
 use crate::app::session::Session;
 use crate::app::trace::new_trace_id;
 use crate::domain::DomainError;
+use crate::lines::{Line, LineReader};
 
 /// The longest line accepted (4 MiB, CONTRACT §10).
 pub const MAX_LINE: usize = 4 * 1024 * 1024;
@@ -43,7 +42,7 @@ where
     let writer = tokio::spawn(write_frames(rx, output));
     let session = Arc::new(Session::new(tx.clone()));
     let tracker = TaskTracker::new();
-    let mut lines = LineReader::new(BufReader::with_capacity(64 * 1024, input));
+    let mut lines = LineReader::new(BufReader::with_capacity(64 * 1024, input), MAX_LINE);
 
     let result = loop {
         let line = tokio::select! {
@@ -135,64 +134,4 @@ async fn write_frames<W: AsyncWrite + Unpin>(mut rx: mpsc::Receiver<String>, out
         }
     }
     let _ = out.flush().await;
-}
-
-/// One read from [`LineReader`].
-enum Line {
-    Frame(Vec<u8>),
-    TooLong,
-    Eof,
-}
-
-/// Newline-delimited frames with a length bound; an over-long line is skipped to its end
-/// without buffering it.
-struct LineReader<R> {
-    inner: R,
-}
-
-impl<R: AsyncBufRead + Unpin> LineReader<R> {
-    fn new(inner: R) -> Self {
-        LineReader { inner }
-    }
-
-    async fn next_line(&mut self) -> std::io::Result<Line> {
-        let mut line = Vec::new();
-        let mut too_long = false;
-        loop {
-            let buf = self.inner.fill_buf().await?;
-            if buf.is_empty() {
-                return Ok(match (too_long, line.is_empty()) {
-                    (true, _) => Line::TooLong,
-                    (false, true) => Line::Eof,
-                    (false, false) => Line::Frame(line),
-                });
-            }
-            let (chunk, found, used) = match buf.iter().position(|&b| b == b'\n') {
-                Some(i) => (&buf[..i], true, i + 1),
-                None => (buf, false, buf.len()),
-            };
-            if !too_long {
-                if line.len() + chunk.len() > MAX_LINE {
-                    too_long = true;
-                    line = Vec::new();
-                } else {
-                    line.extend_from_slice(chunk);
-                }
-            }
-            self.inner.consume(used);
-            if found {
-                if too_long {
-                    return Ok(Line::TooLong);
-                }
-                if line.last() == Some(&b'\r') {
-                    line.pop();
-                }
-                if line.iter().all(u8::is_ascii_whitespace) {
-                    line.clear();
-                    continue;
-                }
-                return Ok(Line::Frame(line));
-            }
-        }
-    }
 }

@@ -146,10 +146,10 @@ impl CuoRunner for ScriptedCuo {
     }
 }
 
-/// An in-memory audit log, per tenant.
+/// An in-memory audit log, per tenant, idempotent by key, paged newest first.
 #[derive(Default)]
 pub struct InMemoryAudit {
-    entries: Mutex<Vec<(String, AuditEntry)>>,
+    entries: Mutex<Vec<(String, String, AuditEntry)>>,
 }
 
 #[async_trait::async_trait]
@@ -158,13 +158,21 @@ impl MemoryClient for InMemoryAudit {
         &self,
         ctx: &CallCtx,
         entry: &NewAuditEntry,
-        _key: &str,
+        key: &str,
     ) -> Result<AuditReceipt, DomainError> {
         let mut entries = self.entries.lock().unwrap();
+        let tenant = ctx.tenant.to_string();
+        if let Some((_, _, e)) = entries.iter().find(|(t, k, _)| *t == tenant && k == key) {
+            return Ok(AuditReceipt {
+                audit_id: e.audit_id.clone(),
+                recorded_at: e.recorded_at,
+            });
+        }
         let id = format!("a-{}", entries.len() + 1);
         let recorded_at = Timestamp::from_unix_millis(1_700_000_000_000);
         entries.push((
-            ctx.tenant.to_string(),
+            tenant,
+            key.to_owned(),
             AuditEntry {
                 audit_id: id.clone(),
                 kind: entry.kind.clone(),
@@ -184,22 +192,37 @@ impl MemoryClient for InMemoryAudit {
         let entries = self.entries.lock().unwrap();
         entries
             .iter()
-            .find(|(t, e)| *t == ctx.tenant.to_string() && e.audit_id == audit_id)
-            .map(|(_, e)| e.clone())
+            .find(|(t, _, e)| *t == ctx.tenant.to_string() && e.audit_id == audit_id)
+            .map(|(_, _, e)| e.clone())
             .ok_or_else(|| DomainError::invalid("audit entry not found"))
     }
     async fn list(&self, ctx: &CallCtx, q: &AuditQuery) -> Result<AuditPage, DomainError> {
         let entries = self.entries.lock().unwrap();
         let tenant = ctx.tenant.to_string();
-        let page = entries
+        let start = match &q.cursor {
+            None => 0,
+            Some(c) => c
+                .parse::<usize>()
+                .map_err(|_| DomainError::invalid_at("invalid cursor", "/cursor"))?,
+        };
+        let matching: Vec<&AuditEntry> = entries
             .iter()
             .rev()
-            .filter(|(t, _)| *t == tenant)
-            .take(q.limit as usize)
-            .map(|(_, e)| e.clone());
+            .filter(|(t, _, e)| *t == tenant && q.kind.as_ref().is_none_or(|k| *k == e.kind))
+            .filter(|(_, _, e)| q.since.is_none_or(|s| e.recorded_at >= s))
+            .map(|(_, _, e)| e)
+            .collect();
+        let limit = q.limit as usize;
+        let page = matching
+            .iter()
+            .skip(start)
+            .take(limit)
+            .map(|e| (*e).clone())
+            .collect();
+        let next_cursor = (start + limit < matching.len()).then(|| (start + limit).to_string());
         Ok(AuditPage {
-            entries: page.collect(),
-            next_cursor: None,
+            entries: page,
+            next_cursor,
         })
     }
     async fn check(&self) -> Result<(), DomainError> {

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines};
 use tokio_util::sync::CancellationToken;
 
-use cyberos_mcp_bridge::adapters::unwired::Unwired;
+use cyberos_mcp_bridge::adapters::unavailable::Unavailable;
 use cyberos_mcp_bridge::app::identity::Identity;
 use cyberos_mcp_bridge::app::{App, Settings, ToolErrors, stdio};
 use cyberos_mcp_bridge::domain::{Timestamp, Upstream};
@@ -29,7 +29,10 @@ struct Client {
 impl Client {
     async fn start(skills: Behaviour, settings: Settings) -> Client {
         let ports = Ports {
-            tasks: Arc::new(Unwired(Upstream::TaskStore)),
+            tasks: Arc::new(Unavailable::new(
+                Upstream::TaskStore,
+                "no task store in this test",
+            )),
             cuo: Arc::new(ScriptedCuo),
             memory: Arc::new(InMemoryAudit::default()),
             skills: Arc::new(StaticSkills::new(skills)),

@@ -3,6 +3,8 @@
 mod cli;
 mod fakes;
 mod in_process;
+mod memory;
+mod memory_server;
 mod schema;
 mod stdio_binary;
 mod support;

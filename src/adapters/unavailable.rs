@@ -1,5 +1,6 @@
-//! The honest answer for an upstream this build does not connect yet: every call is
-//! `upstream_unavailable`, and `check` says so.
+//! The honest answer for an upstream that is not available (not configured in this build,
+//! or failed to open at startup): every call is `upstream_unavailable` with a hint saying
+//! why, and `check` reports it.
 
 use crate::domain::cuo::{Persona, Route, Workflow, WorkflowOutcome};
 use crate::domain::memory::{AuditEntry, AuditPage, AuditQuery, AuditReceipt, NewAuditEntry};
@@ -9,21 +10,29 @@ use crate::ports::{
     CuoRunner, MemoryClient, NewTask, ProgressSink, SkillRun, TaskPage, TaskStore, WorkflowRun,
 };
 
-/// An upstream with no adapter wired.
-#[derive(Debug, Clone, Copy)]
-pub struct Unwired(pub Upstream);
+/// An upstream that cannot be used, and why.
+#[derive(Debug, Clone)]
+pub struct Unavailable {
+    upstream: Upstream,
+    hint: String,
+}
 
-impl Unwired {
+impl Unavailable {
+    /// `upstream` is unavailable; `hint` tells the user what to do.
+    pub fn new(upstream: Upstream, hint: impl Into<String>) -> Unavailable {
+        Unavailable {
+            upstream,
+            hint: hint.into(),
+        }
+    }
+
     fn err<T>(&self) -> Result<T, DomainError> {
-        Err(DomainError::unavailable(self.0, None).with_hint(format!(
-            "This build of the bridge does not connect {} yet.",
-            self.0.as_str()
-        )))
+        Err(DomainError::unavailable(self.upstream, None).with_hint(self.hint.clone()))
     }
 }
 
 #[async_trait::async_trait]
-impl CuoRunner for Unwired {
+impl CuoRunner for Unavailable {
     async fn list_personas(&self, _: &CallCtx) -> Result<Vec<Persona>, DomainError> {
         self.err()
     }
@@ -59,7 +68,7 @@ impl CuoRunner for Unwired {
 }
 
 #[async_trait::async_trait]
-impl MemoryClient for Unwired {
+impl MemoryClient for Unavailable {
     async fn append(
         &self,
         _: &CallCtx,
@@ -80,7 +89,7 @@ impl MemoryClient for Unwired {
 }
 
 #[async_trait::async_trait]
-impl TaskStore for Unwired {
+impl TaskStore for Unavailable {
     async fn create(&self, _: &NewTask) -> Result<bool, DomainError> {
         self.err()
     }

@@ -1,0 +1,130 @@
+//! Newline-delimited framing with a length bound, shared by the stdio transport and the
+//! CUO child adapter. An over-long line is skipped to its end without being buffered.
+//! Also the one helper that bounds text echoed into messages and logs.
+
+use tokio::io::{AsyncBufRead, AsyncBufReadExt};
+
+/// One read from a [`LineReader`].
+#[derive(Debug, PartialEq, Eq)]
+pub enum Line {
+    /// A non-blank line without its terminator (and without a trailing `\r`).
+    Frame(Vec<u8>),
+    /// A line longer than the bound; its bytes were discarded.
+    TooLong,
+    /// End of input.
+    Eof,
+}
+
+/// Reads bounded lines from a buffered reader.
+pub struct LineReader<R> {
+    inner: R,
+    max: usize,
+}
+
+impl<R: AsyncBufRead + Unpin> LineReader<R> {
+    /// Lines longer than `max` bytes are reported as [`Line::TooLong`].
+    pub fn new(inner: R, max: usize) -> Self {
+        LineReader { inner, max }
+    }
+
+    /// The next non-blank line. Not cancel-safe: a partly read line is lost if the future
+    /// is dropped, so callers only drop it when they stop reading altogether.
+    ///
+    /// # Errors
+    /// Read errors of the underlying reader.
+    pub async fn next_line(&mut self) -> std::io::Result<Line> {
+        let mut line = Vec::new();
+        let mut too_long = false;
+        loop {
+            let buf = self.inner.fill_buf().await?;
+            if buf.is_empty() {
+                return Ok(match (too_long, line.is_empty()) {
+                    (true, _) => Line::TooLong,
+                    (false, true) => Line::Eof,
+                    (false, false) => Line::Frame(line),
+                });
+            }
+            let (chunk, found, used) = match buf.iter().position(|&b| b == b'\n') {
+                Some(i) => (&buf[..i], true, i + 1),
+                None => (buf, false, buf.len()),
+            };
+            if !too_long {
+                if line.len() + chunk.len() > self.max {
+                    too_long = true;
+                    line = Vec::new();
+                } else {
+                    line.extend_from_slice(chunk);
+                }
+            }
+            self.inner.consume(used);
+            if found {
+                if too_long {
+                    return Ok(Line::TooLong);
+                }
+                if line.last() == Some(&b'\r') {
+                    line.pop();
+                }
+                if line.iter().all(u8::is_ascii_whitespace) {
+                    line.clear();
+                    continue;
+                }
+                return Ok(Line::Frame(line));
+            }
+        }
+    }
+}
+
+/// At most `max` bytes of `s`, cut at a character boundary.
+pub fn truncate(s: &str, max: usize) -> &str {
+    if s.len() <= max {
+        return s;
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn read_all(input: &[u8], max: usize) -> Vec<Line> {
+        let mut r = LineReader::new(tokio::io::BufReader::with_capacity(4, input), max);
+        let mut out = Vec::new();
+        loop {
+            let line = r.next_line().await.unwrap();
+            let end = line == Line::Eof;
+            out.push(line);
+            if end {
+                return out;
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn lines_are_split_bounded_and_blank_ones_skipped() {
+        let got = read_all(b"ab\r\n\n  \ntoolongline\ncd", 5).await;
+        assert_eq!(
+            got,
+            [
+                Line::Frame(b"ab".to_vec()),
+                Line::TooLong,
+                Line::Frame(b"cd".to_vec()),
+                Line::Eof
+            ]
+        );
+    }
+
+    #[test]
+    fn truncation_respects_character_boundaries() {
+        assert_eq!(truncate("abc", 5), "abc");
+        assert_eq!(truncate("héllo", 2), "h");
+    }
+
+    #[tokio::test]
+    async fn an_over_long_last_line_is_reported() {
+        assert_eq!(read_all(b"abcdefgh", 3).await, [Line::TooLong, Line::Eof]);
+    }
+}

@@ -1,0 +1,332 @@
+//! The audit log: one contract run against the fake, the embedded SQLite log and the
+//! HTTP client talking to a real HTTP server; the HTTP client's faults; and the memory
+//! tools through the built binary.
+
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use cyberos_mcp_bridge::adapters::memory_http::HttpMemoryClient;
+use cyberos_mcp_bridge::adapters::sqlite::SqliteStore;
+use cyberos_mcp_bridge::domain::memory::{AuditQuery, NewAuditEntry};
+use cyberos_mcp_bridge::domain::{CallCtx, DomainError, ErrorClass, JsonText, TenantId, TraceId};
+use cyberos_mcp_bridge::ports::MemoryClient;
+
+use crate::fakes::InMemoryAudit;
+use crate::memory_server::{Fault, MemoryServer, refused_url};
+use crate::support::{Bridge, assert_envelope};
+
+fn ctx(tenant: &str) -> CallCtx {
+    CallCtx {
+        tenant: TenantId::parse(tenant).unwrap(),
+        actor: "alice".into(),
+        trace_id: TraceId::from_bytes([7; 16]),
+        span_id: [3; 8],
+    }
+}
+
+const A: &str = "aaaaaaaa-0000-4000-8000-000000000001";
+const B: &str = "bbbbbbbb-0000-4000-8000-000000000002";
+
+fn entry(kind: &str, n: u32) -> NewAuditEntry {
+    NewAuditEntry {
+        kind: kind.into(),
+        subject: Some(format!("s{n}")),
+        body: JsonText::from_serialized(format!("{{\"n\":{n}}}")),
+    }
+}
+
+fn query(limit: u32) -> AuditQuery {
+    AuditQuery {
+        kind: None,
+        since: None,
+        limit,
+        cursor: None,
+    }
+}
+
+fn assert_class(r: Result<impl std::fmt::Debug, DomainError>, class: ErrorClass) -> DomainError {
+    let err = r.expect_err("an error");
+    assert_eq!(err.class(), class, "{err:?}");
+    err
+}
+
+/// What every `MemoryClient` must do.
+async fn audit_log_contract(memory: &dyn MemoryClient) {
+    let (a, b) = (ctx(A), ctx(B));
+    let first = memory
+        .append(&a, &entry("decision", 1), "key-1")
+        .await
+        .unwrap();
+    let again = memory
+        .append(&a, &entry("decision", 1), "key-1")
+        .await
+        .unwrap();
+    assert_eq!(first, again, "the same idempotency key records one entry");
+    memory.append(&a, &entry("note", 2), "key-2").await.unwrap();
+    memory
+        .append(&a, &entry("decision", 3), "key-3")
+        .await
+        .unwrap();
+    memory
+        .append(&b, &entry("decision", 9), "key-1")
+        .await
+        .unwrap();
+
+    let got = memory.get(&a, &first.audit_id).await.unwrap();
+    assert_eq!(
+        (
+            got.kind.as_str(),
+            got.actor_id.as_str(),
+            got.subject.as_deref()
+        ),
+        ("decision", "alice", Some("s1"))
+    );
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(got.body.as_str()).unwrap(),
+        json!({"n": 1})
+    );
+    assert_eq!(got.trace_id, a.trace_id);
+
+    // Another tenant's id and a missing id look the same.
+    let foreign = assert_class(
+        memory.get(&b, &first.audit_id).await,
+        ErrorClass::InputValidation,
+    );
+    let missing = assert_class(
+        memory.get(&a, "no-such-entry").await,
+        ErrorClass::InputValidation,
+    );
+    assert_eq!(foreign.to_string(), "audit entry not found");
+    assert_eq!(missing.to_string(), foreign.to_string());
+
+    let page1 = memory.list(&a, &query(2)).await.unwrap();
+    let bodies: Vec<String> = page1
+        .entries
+        .iter()
+        .map(|e| e.body.as_str().to_owned())
+        .collect();
+    assert_eq!(bodies, ["{\"n\":3}", "{\"n\":2}"], "newest first");
+    let cursor = page1.next_cursor.expect("a second page");
+    let page2 = memory
+        .list(
+            &a,
+            &AuditQuery {
+                cursor: Some(cursor),
+                ..query(2)
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(page2.entries.len(), 1);
+    assert!(page2.next_cursor.is_none());
+
+    let decisions = memory
+        .list(
+            &a,
+            &AuditQuery {
+                kind: Some("decision".into()),
+                ..query(50)
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(decisions.entries.len(), 2);
+    assert!(decisions.entries.iter().all(|e| e.kind == "decision"));
+
+    let b_page = memory.list(&b, &query(50)).await.unwrap();
+    assert_eq!(
+        b_page.entries.len(),
+        1,
+        "tenants see only their own entries"
+    );
+
+    let bad = memory
+        .list(
+            &a,
+            &AuditQuery {
+                cursor: Some("garbage!".into()),
+                ..query(2)
+            },
+        )
+        .await;
+    assert_class(bad, ErrorClass::InputValidation);
+    memory.check().await.unwrap();
+}
+
+#[tokio::test]
+async fn the_fake_satisfies_the_audit_log_contract() {
+    audit_log_contract(&InMemoryAudit::default()).await;
+}
+
+#[tokio::test]
+async fn the_embedded_sqlite_log_satisfies_the_audit_log_contract() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(&dir.path().join("bridge.sqlite3"))
+        .await
+        .unwrap();
+    audit_log_contract(&store).await;
+    // Reopening (another bridge process on the same data dir) migrates nothing twice.
+    let again = SqliteStore::open(&dir.path().join("bridge.sqlite3"))
+        .await
+        .unwrap();
+    assert_eq!(
+        again.list(&ctx(A), &query(50)).await.unwrap().entries.len(),
+        3
+    );
+}
+
+#[tokio::test]
+async fn concurrent_openers_of_one_data_dir_migrate_safely() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bridge.sqlite3");
+    let opens = (0..4).map(|_| SqliteStore::open(&path));
+    for store in futures::future::join_all(opens).await {
+        store.unwrap().check().await.unwrap();
+    }
+}
+
+#[tokio::test]
+async fn the_http_client_satisfies_the_audit_log_contract() {
+    let server = MemoryServer::start();
+    let client = HttpMemoryClient::new(&server.url, Some("bridge-secret".into())).unwrap();
+    audit_log_contract(&client).await;
+    let headers = server.headers();
+    let post = headers
+        .iter()
+        .find(|h| h.contains_key("idempotency-key"))
+        .expect("appends carry Idempotency-Key");
+    assert_eq!(
+        post["authorization"], "Bearer bridge-secret",
+        "the bridge's own credential"
+    );
+    assert!(
+        post["traceparent"]
+            .to_str()
+            .unwrap()
+            .starts_with(&format!("00-{}-", "07".repeat(16)))
+    );
+}
+
+#[tokio::test]
+async fn a_transient_failure_is_retried_once_without_writing_twice() {
+    let server = MemoryServer::start();
+    let client = HttpMemoryClient::new(&server.url, None).unwrap();
+    server.set_fault(Fault::FailOnce);
+    client
+        .append(&ctx(A), &entry("decision", 1), "k")
+        .await
+        .unwrap();
+    client
+        .append(&ctx(A), &entry("decision", 1), "k")
+        .await
+        .unwrap();
+    assert_eq!(server.count(), 1);
+}
+
+#[tokio::test]
+async fn http_faults_are_upstream_unavailable() {
+    let refused = HttpMemoryClient::new(&refused_url(), None).unwrap();
+    assert_class(
+        refused.list(&ctx(A), &query(5)).await,
+        ErrorClass::UpstreamUnavailable,
+    );
+
+    let server = MemoryServer::start();
+    let client = HttpMemoryClient::new(&server.url, None).unwrap();
+    for fault in [Fault::ServerError, Fault::Huge, Fault::NotJson] {
+        server.set_fault(fault);
+        let err = assert_class(
+            client.list(&ctx(A), &query(5)).await,
+            ErrorClass::UpstreamUnavailable,
+        );
+        assert_eq!(
+            err.to_string(),
+            "the memory service is unavailable",
+            "{fault:?}"
+        );
+    }
+    server.set_fault(Fault::Slow(Duration::from_secs(7)));
+    let started = Instant::now();
+    assert_class(
+        client.get(&ctx(A), "x").await,
+        ErrorClass::UpstreamUnavailable,
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(7),
+        "the 5 s budget holds"
+    );
+}
+
+#[test]
+fn memory_down_is_upstream_unavailable_through_the_binary() {
+    let url = refused_url();
+    let mut b = Bridge::initialized(&["--memory-url", &url]);
+    let resp = b.call("cyberos.memory.read_audit", json!({}));
+    assert_envelope(&resp, -32050, "upstream_unavailable");
+    // Short tools on other upstreams keep working.
+    let skills = b.call("cyberos.skill.list_skills", json!({}));
+    assert!(skills["result"]["structuredContent"]["skills"].is_array());
+}
+
+#[test]
+fn a_missing_audit_entry_leaks_nothing() {
+    let server = MemoryServer::start();
+    server.seed("00000000-0000-4000-8000-000000000001", json!({
+        "audit_id": "m-secret-7", "kind": "decision", "actor_id": "bob",
+        "body": {"salary": "SECRET-BODY-BYTES"}, "recorded_at": "2026-01-01T00:00:00Z", "trace_id": "ab".repeat(16)
+    }));
+    let mut b = Bridge::initialized(&["--memory-url", &server.url]);
+    let resp = b.call(
+        "cyberos.memory.read_audit",
+        json!({"audit_id": "m-does-not-exist"}),
+    );
+    let data = assert_envelope(&resp, -32602, "input_validation");
+    assert_eq!(resp["error"]["message"], "audit entry not found");
+    let text = resp.to_string();
+    for leak in [
+        "SECRET-BODY-BYTES",
+        "m-secret-7",
+        "m-does-not-exist",
+        "bob",
+        "127.0.0.1",
+    ] {
+        assert!(!text.contains(leak), "{leak} leaked: {text}");
+    }
+    assert_eq!(data["trace_id"].as_str().unwrap().len(), 32);
+}
+
+#[test]
+fn append_and_read_round_trip_through_the_binary_on_the_embedded_log() {
+    let mut b = Bridge::initialized(&[]);
+    let resp = b.request(
+        "tools/call",
+        json!({"name": "cyberos.memory.append_audit", "arguments": {"kind": "decision", "body": {"adr": 12}},
+               "_meta": {"com.cyberos/confirmed": true}}),
+    );
+    let receipt = &resp["result"]["structuredContent"];
+    let id = receipt["audit_id"]
+        .as_str()
+        .expect("an audit id")
+        .to_owned();
+    let read = b.call("cyberos.memory.read_audit", json!({"audit_id": id}));
+    let entries = &read["result"]["structuredContent"]["entries"];
+    assert_eq!(entries[0]["body"], json!({"adr": 12}));
+    assert_eq!(entries[0]["recorded_at"], receipt["recorded_at"]);
+    let page = b.call(
+        "cyberos.memory.read_audit",
+        json!({"kind": "decision", "limit": 10}),
+    );
+    assert_eq!(
+        page["result"]["structuredContent"]["entries"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+    let bad = b.call("cyberos.memory.read_audit", json!({"cursor": "nope"}));
+    assert_eq!(
+        assert_envelope(&bad, -32602, "input_validation")["pointer"],
+        "/cursor"
+    );
+}
