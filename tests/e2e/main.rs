@@ -1,6 +1,7 @@
 //! The integration suite: one crate, scenarios in modules.
 
 mod cli;
+mod cuo;
 mod fakes;
 mod in_process;
 mod memory;

@@ -1,0 +1,187 @@
+//! The CUO child-process adapter through the built binary, against a real misbehaving
+//! child (`tests/fixtures/cuo/misbehaving_cuo.py`) and the bundled reference runner.
+
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::support::{Bridge, assert_envelope, fixtures};
+
+/// The interpreter itself, not a version-manager shim (a shell script that would add its
+/// own variables to the child's environment).
+fn python() -> String {
+    let out = std::process::Command::new("python3")
+        .args(["-c", "import sys; print(sys.executable)"])
+        .output()
+        .unwrap();
+    String::from_utf8(out.stdout).unwrap().trim().to_owned()
+}
+
+fn fixture_command() -> String {
+    format!(
+        "{} {}",
+        python(),
+        fixtures().join("cuo/misbehaving_cuo.py").display()
+    )
+}
+
+fn route(b: &mut Bridge, query: &str) -> Value {
+    b.call("cyberos.cuo.route", json!({"query": query}))
+}
+
+fn alternates(resp: &Value) -> Vec<String> {
+    serde_json::from_value(resp["result"]["structuredContent"]["alternates"].clone()).unwrap()
+}
+
+fn alive(pid: i32) -> bool {
+    // Zombies are dead for our purposes; /proc shows them as state Z.
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+        !s.rsplit(')')
+            .next()
+            .unwrap_or("")
+            .trim_start()
+            .starts_with('Z')
+    })
+}
+
+#[test]
+fn a_crash_mid_call_is_upstream_unavailable_and_the_next_call_gets_a_fresh_child() {
+    let mut b = Bridge::initialized(&["--cuo-command", &fixture_command()]);
+    let first_pid = alternates(&route(&mut b, "pid"))[0].clone();
+    let resp = route(&mut b, "crash");
+    assert_envelope(&resp, -32050, "upstream_unavailable");
+    let personas = b.call("cyberos.cuo.list_personas", json!({}));
+    assert_eq!(
+        personas["result"]["structuredContent"]["personas"][0]["short_name"], "CTO",
+        "{personas}"
+    );
+    let second_pid = alternates(&route(&mut b, "pid"))[0].clone();
+    assert_ne!(first_pid, second_pid, "a new child serves after the crash");
+}
+
+#[test]
+fn short_calls_share_one_child() {
+    let mut b = Bridge::initialized(&["--cuo-command", &fixture_command()]);
+    let pids: Vec<String> = (0..3)
+        .map(|_| alternates(&route(&mut b, "pid"))[0].clone())
+        .collect();
+    assert!(pids.windows(2).all(|w| w[0] == w[1]), "{pids:?}");
+}
+
+#[test]
+fn a_hung_child_times_out_and_is_killed_with_its_group() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut b = Bridge::spawn_with_env(
+        &[
+            "--cuo-command",
+            &fixture_command(),
+            "--cuo-timeout",
+            "1",
+            "--cuo-env",
+            "CUO_FIXTURE_DIR",
+        ],
+        &[("CUO_FIXTURE_DIR", dir.path().to_str().unwrap())],
+    );
+    b.initialize();
+    let started = Instant::now();
+    let resp = route(&mut b, "hang");
+    assert_envelope(&resp, -32050, "upstream_unavailable");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "the per-call timeout holds"
+    );
+    let pids = std::fs::read_to_string(dir.path().join("pids")).unwrap();
+    let pids: Vec<i32> = pids
+        .split_whitespace()
+        .map(|p| p.parse().unwrap())
+        .collect();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while pids.iter().any(|p| alive(*p)) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(
+        !pids.iter().any(|p| alive(*p)),
+        "child and grandchild are gone: {pids:?}"
+    );
+    // And the bridge recovers.
+    assert_eq!(
+        route(&mut b, "ok")["result"]["structuredContent"]["persona"],
+        "chief-technology-officer"
+    );
+}
+
+#[test]
+fn garbage_and_over_long_lines_are_upstream_unavailable_then_it_recovers() {
+    let mut b = Bridge::initialized(&["--cuo-command", &fixture_command()]);
+    for query in ["garbage", "long"] {
+        let resp = route(&mut b, query);
+        assert_envelope(&resp, -32050, "upstream_unavailable");
+        let ok = route(&mut b, "ok");
+        assert_eq!(
+            ok["result"]["structuredContent"]["workflow"], "architect-new-system",
+            "after {query}: {ok}"
+        );
+    }
+}
+
+#[test]
+fn a_child_refusal_is_input_validation_with_a_sanitised_message_and_a_discovery_hint() {
+    let mut b = Bridge::initialized(&["--cuo-command", &fixture_command()]);
+    let resp = b.call("cyberos.cuo.list_workflows", json!({"persona": "x"}));
+    let data = assert_envelope(&resp, -32602, "input_validation");
+    let message = resp["error"]["message"].as_str().unwrap();
+    assert!(message.starts_with("unknown persona"), "{message}");
+    assert!(
+        !message.contains('\u{7}'),
+        "control characters are stripped"
+    );
+    assert!(
+        data["hint"]
+            .as_str()
+            .unwrap()
+            .contains("cyberos.cuo.list_personas")
+    );
+}
+
+#[test]
+fn children_get_a_scrubbed_environment_and_the_callers_context() {
+    let mut b = Bridge::spawn_with_env(
+        &[
+            "--cuo-command",
+            &fixture_command(),
+            "--cuo-env",
+            "CUO_EXTRA",
+        ],
+        &[
+            ("CUO_EXTRA", "1"),
+            ("CYBEROS_TOKEN", "secret-token"),
+            ("AWS_SECRET_ACCESS_KEY", "x"),
+        ],
+    );
+    b.initialize();
+    let env = alternates(&route(&mut b, "env"));
+    assert!(env.contains(&"CUO_EXTRA".to_owned()), "{env:?}");
+    assert!(env.contains(&"PATH".to_owned()), "{env:?}");
+    for name in &env {
+        assert!(
+            ["PATH", "HOME", "LANG", "TZ", "TMPDIR", "CUO_EXTRA"].contains(&name.as_str())
+                || name.starts_with("LC_"),
+            "{name} leaked into the child"
+        );
+    }
+    let ctx = alternates(&route(&mut b, "ctx"));
+    assert_eq!(ctx[0], "00000000-0000-4000-8000-000000000001");
+    assert!(ctx[2].starts_with("00-") && ctx[2].len() == 55, "{ctx:?}");
+}
+
+#[test]
+fn an_unstartable_cuo_is_upstream_unavailable() {
+    let mut b = Bridge::initialized(&["--cuo-command", "/nonexistent/cuo --flag"]);
+    let resp = b.call("cyberos.cuo.list_personas", json!({}));
+    let data = assert_envelope(&resp, -32050, "upstream_unavailable");
+    assert!(
+        !resp.to_string().contains("/nonexistent"),
+        "no server paths in messages"
+    );
+    assert!(data["hint"].as_str().unwrap().contains("--cuo-command"));
+}
