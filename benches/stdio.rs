@@ -45,6 +45,8 @@ fn main() {
         "scenario", "msgs/s", "p50 µs", "p99 µs", "CPU µs/req"
     );
     let mut echo = echo;
+    // Warm the CUO child so its start-up is not measured as a call.
+    bridge.sequential(&json!({"method": "tools/call", "params": {"name": "cyberos.cuo.list_personas", "arguments": {}}}), 1);
     report(
         "bare serde_json echo, sequential",
         echo.sequential(&ping, n),
@@ -132,7 +134,8 @@ impl Server {
 
     fn bridge(data: &std::path::Path, skills: &str) -> Server {
         let mut cmd = Command::new(BRIDGE);
-        cmd.arg("--data-dir")
+        cmd.arg("--dev")
+            .arg("--data-dir")
             .arg(data)
             .arg("--skills-dir")
             .arg(skills)
@@ -162,6 +165,10 @@ impl Server {
         self.stdout.read_line(&mut self.line).unwrap();
         let v: Value = serde_json::from_str(&self.line).expect("a JSON frame");
         assert!(v.get("error").is_none(), "benchmark request failed: {v}");
+        assert!(
+            v["result"].get("isError") != Some(&Value::Bool(true)),
+            "benchmark call failed: {v}"
+        );
         v
     }
 
@@ -264,7 +271,8 @@ fn startup(data: &std::path::Path, skills: &str, runs: usize) -> (Duration, Dura
 impl Server {
     fn bridge_uninitialized(data: &std::path::Path, skills: &str) -> Server {
         let mut cmd = Command::new(BRIDGE);
-        cmd.arg("--data-dir")
+        cmd.arg("--dev")
+            .arg("--data-dir")
             .arg(data)
             .arg("--skills-dir")
             .arg(skills)

@@ -2,6 +2,8 @@
 //! Only `app::wiring` names them.
 
 pub mod cuo_process;
+pub mod dev_key;
+pub mod jwt;
 pub mod memory_http;
 pub mod skills_fs;
 pub mod sqlite;

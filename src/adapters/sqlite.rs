@@ -11,12 +11,16 @@ use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
 };
 
+use crate::domain::TenantId;
 use crate::domain::memory::{AuditEntry, AuditPage, AuditQuery, AuditReceipt, NewAuditEntry};
 use crate::domain::{CallCtx, DomainError, JsonText, Timestamp, TraceId, Upstream};
-use crate::ports::MemoryClient;
+use crate::ports::{ConfirmationLedger, MemoryClient};
 
 /// Migrations in order; the index + 1 is the schema version.
-const MIGRATIONS: [&str; 1] = [include_str!("../../migrations/sqlite/0001_audit.sql")];
+const MIGRATIONS: [&str; 2] = [
+    include_str!("../../migrations/sqlite/0001_audit.sql"),
+    include_str!("../../migrations/sqlite/0002_confirmations.sql"),
+];
 
 /// The embedded SQLite store.
 #[derive(Clone)]
@@ -236,6 +240,34 @@ impl MemoryClient for SqliteStore {
             .await
             .map(|_| ())
             .map_err(down)
+    }
+}
+
+#[async_trait::async_trait]
+impl ConfirmationLedger for SqliteStore {
+    async fn claim(
+        &self,
+        tenant: &TenantId,
+        jti: &str,
+        expires_at: Timestamp,
+    ) -> Result<bool, DomainError> {
+        let unavailable =
+            |e: sqlx::Error| DomainError::unavailable(Upstream::TaskStore, Some(e.into()));
+        let now = chrono::Utc::now().timestamp_millis();
+        // Expired ids can no longer be replayed (their tokens fail verification), so they go.
+        sqlx::query("DELETE FROM used_confirmations WHERE expires_at < ?")
+            .bind(now)
+            .execute(&self.pool)
+            .await
+            .map_err(unavailable)?;
+        let inserted = sqlx::query("INSERT INTO used_confirmations (tenant_id, jti, expires_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING")
+            .bind(tenant.to_string())
+            .bind(jti)
+            .bind(expires_at.unix_millis())
+            .execute(&self.pool)
+            .await
+            .map_err(unavailable)?;
+        Ok(inserted.rows_affected() == 1)
     }
 }
 

@@ -7,7 +7,8 @@ use crate::domain::memory::{AuditEntry, AuditPage, AuditQuery, AuditReceipt, New
 use crate::domain::task::{Task, TaskFailure, TaskStatus};
 use crate::domain::{CallCtx, DomainError, JsonText, TaskId, TenantId, Timestamp, Upstream};
 use crate::ports::{
-    CuoRunner, MemoryClient, NewTask, ProgressSink, SkillRun, TaskPage, TaskStore, WorkflowRun,
+    ConfirmationLedger, CuoRunner, MemoryClient, NewTask, ProgressSink, SkillRun, TaskPage,
+    TaskStore, WorkflowRun,
 };
 
 /// An upstream that cannot be used, and why.
@@ -120,6 +121,13 @@ impl TaskStore for Unavailable {
         self.err()
     }
     async fn check(&self) -> Result<(), DomainError> {
+        self.err()
+    }
+}
+
+#[async_trait::async_trait]
+impl ConfirmationLedger for Unavailable {
+    async fn claim(&self, _: &TenantId, _: &str, _: Timestamp) -> Result<bool, DomainError> {
         self.err()
     }
 }

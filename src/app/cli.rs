@@ -23,9 +23,35 @@ pub async fn run(config: Config, command: Option<Command>) -> i32 {
     match command {
         None => serve(config).await,
         Some(Command::Tools) => {
-            let app = wiring::app(&config).await;
-            print_json(app.registry().listing());
+            print_json(crate::app::tools::Registry::build().listing());
             EXIT_OK
+        }
+        Some(Command::DevToken {
+            tenant,
+            scopes,
+            ttl,
+            sub,
+            confirm,
+            args,
+        }) => {
+            let req = wiring::DevTokenRequest {
+                tenant,
+                scopes,
+                ttl,
+                sub,
+                confirm,
+                args,
+            };
+            match wiring::dev_token(&config, &req) {
+                Ok(token) => {
+                    println!("{token}");
+                    EXIT_OK
+                }
+                Err(e) => {
+                    eprintln!("cyberos-mcp-bridge dev-token: {e}");
+                    EXIT_USAGE
+                }
+            }
         }
         Some(Command::Check) => check(&config).await,
         Some(Command::CuoRunner { catalog, pace_ms }) => {
@@ -42,7 +68,13 @@ async fn serve(config: Config) -> i32 {
         );
         return EXIT_USAGE;
     }
-    let app = wiring::app(&config).await;
+    let app = match wiring::app(&config).await {
+        Ok(app) => app,
+        Err(e) => {
+            eprintln!("cyberos-mcp-bridge: {e}");
+            return EXIT_USAGE;
+        }
+    };
     let shutdown = CancellationToken::new();
     tokio::spawn(cancel_on_signal(shutdown.clone()));
     tracing::info!(
@@ -121,6 +153,12 @@ async fn check(config: &Config) -> i32 {
         ok &= result.is_ok();
     };
     line("config", Ok(()));
+    line(
+        "identity",
+        wiring::identity(config)
+            .map(|_| ())
+            .map_err(|e| e.to_string()),
+    );
     let describe = |e: crate::domain::DomainError| format!("{e}. {}", e.hint());
     line("task store", ports.tasks.check().await.map_err(describe));
     line("cuo", ports.cuo.check().await.map_err(describe));
@@ -151,7 +189,13 @@ async fn call(config: &Config, tool: &str, args: Option<&str>) -> i32 {
         );
         return EXIT_USAGE;
     }
-    let app = wiring::app(config).await;
+    let app = match wiring::app(config).await {
+        Ok(app) => app,
+        Err(e) => {
+            eprintln!("cyberos-mcp-bridge call: {e}");
+            return EXIT_USAGE;
+        }
+    };
     let (tx, _rx) = tokio::sync::mpsc::channel(16);
     let session = Session::new(tx);
     session.mark_initialized(false);

@@ -42,6 +42,27 @@ pub enum Command {
         #[arg(long, value_name = "MS", default_value_t = 0)]
         pace_ms: u64,
     },
+    /// Print a token signed with the dev key of --data-dir (created if missing).
+    DevToken {
+        /// Tenant UUID.
+        #[arg(long)]
+        tenant: String,
+        /// Space-separated scopes (default: every scope).
+        #[arg(long)]
+        scopes: Option<String>,
+        /// Lifetime, e.g. 30s, 15m, 1h, 30d (default 1h; at most 5m with --confirm).
+        #[arg(long, default_value = "1h")]
+        ttl: String,
+        /// Subject (actor).
+        #[arg(long, default_value = "dev-user")]
+        sub: String,
+        /// Mint a confirmation token for this tool instead of a bearer token.
+        #[arg(long, value_name = "TOOL", requires = "args")]
+        confirm: Option<String>,
+        /// The exact arguments (JSON object) the confirmation token is for.
+        #[arg(long, value_name = "JSON")]
+        args: Option<String>,
+    },
     /// Call one tool in-process and print its result (or error envelope) as JSON.
     Call {
         /// Tool name, e.g. cyberos.skill.list_skills.
@@ -215,8 +236,25 @@ pub struct Config {
     pub long_running: LongRunning,
     /// Log format.
     pub log_format: LogFormat,
-    /// `--dev`.
+    /// Identity settings.
+    pub identity: IdentityConfig,
+}
+
+/// How tokens are obtained and verified.
+#[derive(Debug, Clone)]
+pub struct IdentityConfig {
+    /// `--dev`: a local key, a local tenant, every scope.
     pub dev: bool,
+    /// Token file for stdio.
+    pub token_file: Option<PathBuf>,
+    /// JWKS URL.
+    pub jwks_url: Option<String>,
+    /// PEM public key file.
+    pub jwt_public_key: Option<PathBuf>,
+    /// Accepted issuer of external tokens.
+    pub jwt_issuer: Option<String>,
+    /// Required audience.
+    pub audience: String,
 }
 
 impl Options {
@@ -292,6 +330,21 @@ impl Options {
                 "--memory-url must be an http:// or https:// URL".into(),
             ));
         }
+        if self.dev && self.transport == Some(Transport::Http) && !listen.ip().is_loopback() {
+            return Err(ConfigError(format!(
+                "--dev refuses a non-loopback --listen ({listen}); bind 127.0.0.1"
+            )));
+        }
+        if (self.jwks_url.is_some() || self.jwt_public_key.is_some()) && self.jwt_issuer.is_none() {
+            return Err(ConfigError(
+                "--jwks-url and --jwt-public-key need --jwt-issuer (the accepted iss)".into(),
+            ));
+        }
+        if self.jwks_url.is_some() && self.jwt_public_key.is_some() {
+            return Err(ConfigError(
+                "use either --jwks-url or --jwt-public-key, not both".into(),
+            ));
+        }
         let cuo_command = match &self.cuo_command {
             Some(cmd) => {
                 let words = shell_words::split(cmd)
@@ -338,7 +391,16 @@ impl Options {
             tool_errors: self.tool_errors.unwrap_or(ToolErrors::Jsonrpc),
             long_running: self.long_running.unwrap_or(LongRunning::Handle),
             log_format: self.log_format.unwrap_or(LogFormat::Text),
-            dev: self.dev,
+            identity: IdentityConfig {
+                dev: self.dev,
+                token_file: self.token_file,
+                jwks_url: self.jwks_url,
+                jwt_public_key: self.jwt_public_key,
+                jwt_issuer: self.jwt_issuer,
+                audience: self
+                    .jwt_audience
+                    .unwrap_or_else(|| "cyberos-mcp-bridge".into()),
+            },
         })
     }
 }

@@ -38,8 +38,10 @@ impl App {
                 self.handle_notification(session, &n.method, &n.params);
                 None
             }
-            // We send no requests yet, so any response is stale; ignore it (MCP allows it).
-            Incoming::Response(_) => None,
+            Incoming::Response(resp) => {
+                session.resolve(&resp.id, resp.outcome);
+                None
+            }
         }
     }
 

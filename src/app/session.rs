@@ -6,9 +6,10 @@
 
 use std::collections::HashMap;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 
-use tokio::sync::mpsc;
+use serde_json::Value;
+use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use crate::app::rpc::RequestId;
@@ -32,6 +33,9 @@ pub struct Session {
     log_level: AtomicU8,
     inflight: Mutex<HashMap<RequestId, CancellationToken>>,
     outbound: mpsc::Sender<String>,
+    /// Our requests to the client (elicitation) awaiting its response.
+    awaiting: Mutex<HashMap<RequestId, oneshot::Sender<Result<Value, Value>>>>,
+    next_request: AtomicU64,
 }
 
 impl Session {
@@ -43,6 +47,8 @@ impl Session {
             log_level: AtomicU8::new(1),
             inflight: Mutex::new(HashMap::new()),
             outbound,
+            awaiting: Mutex::new(HashMap::new()),
+            next_request: AtomicU64::new(1),
         }
     }
 
@@ -102,6 +108,43 @@ impl Session {
     /// Queues a serialized notification to the client; dropped if the connection is gone.
     pub async fn notify(&self, frame: String) {
         let _ = self.outbound.send(frame).await;
+    }
+
+    /// Sends a request to the client and waits for its response: `Ok(result)` or
+    /// `Err(error object)`; `None` when the connection closed or `wait` passed.
+    pub async fn ask(
+        &self,
+        method: &str,
+        params: Value,
+        wait: std::time::Duration,
+    ) -> Option<Result<Value, Value>> {
+        let id = RequestId::Str(format!(
+            "cyberos-{}",
+            self.next_request.fetch_add(1, Ordering::Relaxed)
+        ));
+        let (tx, rx) = oneshot::channel();
+        self.lock_awaiting().insert(id.clone(), tx);
+        let frame = serde_json::json!({"jsonrpc": "2.0", "id": id.to_value(), "method": method, "params": params});
+        self.notify(frame.to_string()).await;
+        let answer = tokio::time::timeout(wait, rx)
+            .await
+            .ok()
+            .and_then(Result::ok);
+        self.lock_awaiting().remove(&id);
+        answer
+    }
+
+    /// Delivers the client's response to one of our requests; unknown ids are ignored.
+    pub fn resolve(&self, id: &RequestId, outcome: Result<Value, Value>) {
+        if let Some(tx) = self.lock_awaiting().remove(id) {
+            let _ = tx.send(outcome);
+        }
+    }
+
+    fn lock_awaiting(
+        &self,
+    ) -> std::sync::MutexGuard<'_, HashMap<RequestId, oneshot::Sender<Result<Value, Value>>>> {
+        self.awaiting.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     fn lock_inflight(&self) -> std::sync::MutexGuard<'_, HashMap<RequestId, CancellationToken>> {

@@ -19,7 +19,8 @@ pub(crate) async fn handle(
 ) -> Result<Value, RpcError> {
     let principal = app
         .identity()
-        .principal()
+        .stdio_principal()
+        .await
         .map_err(|e| app.domain_failure(&e, trace))?;
     let tasks = &app.ports().tasks;
     if method == "tasks/list" {

@@ -4,16 +4,18 @@
 use std::sync::Arc;
 
 use crate::adapters::cuo_process::{CuoSettings, ProcessCuoRunner};
+use crate::adapters::dev_key::{DEV_ISSUER, DevKey};
+use crate::adapters::jwt::{Issuer, JwtVerifier, VerifyingKey};
 use crate::adapters::memory_http::HttpMemoryClient;
 use crate::adapters::skills_fs::FsSkillIndex;
 use crate::adapters::sqlite::SqliteStore;
 use crate::adapters::system_clock::SystemClock;
 use crate::adapters::unavailable::Unavailable;
-use crate::app::config::Config;
-use crate::app::identity::Identity;
+use crate::app::config::{Config, ConfigError};
+use crate::app::identity::{Identity, LOCAL_TENANT, StdioToken};
 use crate::app::{App, Settings};
-use crate::domain::Upstream;
-use crate::ports::{MemoryClient, Ports};
+use crate::domain::{Scope, Upstream};
+use crate::ports::{ConfirmationLedger, MemoryClient, Ports};
 
 /// Builds the ports for `config`. An upstream that cannot be reached or opened is
 /// allowed: its tools answer `upstream_unavailable` and `check` reports it.
@@ -23,19 +25,31 @@ pub async fn ports(config: &Config) -> Ports {
         pass_env: config.cuo_env.clone(),
         call_timeout: config.cuo_timeout,
     });
+    let store = open_store(config).await;
+    if let Err(why) = &store {
+        tracing::error!("{why}");
+    }
+    let ledger: Arc<dyn ConfirmationLedger> = match &store {
+        Ok(store) => Arc::new(store.clone()),
+        Err(_) => Arc::new(Unavailable::new(
+            Upstream::TaskStore,
+            "The local store cannot be opened, so confirmation tokens cannot be checked; ask an operator to check --data-dir.",
+        )),
+    };
     Ports {
+        ledger,
         tasks: Arc::new(Unavailable::new(
             Upstream::TaskStore,
             "Long-running tools need the task store, which this build of the bridge does not include yet.",
         )),
         cuo: Arc::new(cuo),
-        memory: memory(config).await,
+        memory: memory(config, store.ok()),
         skills: Arc::new(FsSkillIndex::new(config.skills_dirs.clone())),
         clock: Arc::new(SystemClock),
     }
 }
 
-async fn memory(config: &Config) -> Arc<dyn MemoryClient> {
+fn memory(config: &Config, store: Option<SqliteStore>) -> Arc<dyn MemoryClient> {
     if let Some(url) = &config.memory_url {
         let token = match &config.memory_token_file {
             Some(path) => match std::fs::read_to_string(path) {
@@ -66,15 +80,12 @@ async fn memory(config: &Config) -> Arc<dyn MemoryClient> {
             }
         };
     }
-    match open_store(config).await {
-        Ok(store) => Arc::new(store),
-        Err(why) => {
-            tracing::error!("{why}");
-            Arc::new(Unavailable::new(
-                Upstream::Memory,
-                "The embedded audit log cannot be opened; ask an operator to check --data-dir.",
-            ))
-        }
+    match store {
+        Some(store) => Arc::new(store),
+        None => Arc::new(Unavailable::new(
+            Upstream::Memory,
+            "The embedded audit log cannot be opened; ask an operator to check --data-dir.",
+        )),
     }
 }
 
@@ -96,11 +107,189 @@ fn create_private_dir(dir: &std::path::Path) -> std::io::Result<()> {
     builder.create(dir)
 }
 
+/// Builds the token verifier and the stdio token source.
+///
+/// # Errors
+/// When no key source is configured (and no `--dev`), or a key cannot be loaded.
+pub fn identity(config: &Config) -> Result<Identity, ConfigError> {
+    let id = &config.identity;
+    let mut issuers = Vec::new();
+    let mut dev_token = None;
+    if id.dev {
+        let key = DevKey::load_or_create(&config.data_dir).map_err(ConfigError)?;
+        dev_token = Some(mint(
+            &key,
+            &dev_claims(config, LOCAL_TENANT, &all_scopes(), "local-dev", DEV_TTL_S),
+        )?);
+        issuers.push(Issuer::with_keys(
+            DEV_ISSUER,
+            vec![VerifyingKey::dev(key.decoding_key())],
+        ));
+    }
+    if let (Some(path), Some(iss)) = (&id.jwt_public_key, &id.jwt_issuer) {
+        let pem = std::fs::read(path).map_err(|e| {
+            ConfigError(format!(
+                "cannot read --jwt-public-key {}: {e}",
+                path.display()
+            ))
+        })?;
+        let key = VerifyingKey::from_pem(&pem)
+            .map_err(|e| ConfigError(format!("--jwt-public-key: {e}")))?;
+        issuers.push(Issuer::with_keys(iss.clone(), vec![key]));
+    }
+    if let (Some(url), Some(iss)) = (&id.jwks_url, &id.jwt_issuer) {
+        issuers.push(Issuer::with_jwks(iss.clone(), url).map_err(ConfigError)?);
+    }
+    if issuers.is_empty() {
+        return Err(ConfigError(
+            "no way to verify tokens: pass --jwks-url or --jwt-public-key (with --jwt-issuer), or --dev for local use"
+                .into(),
+        ));
+    }
+    let env_token = std::env::var("CYBEROS_TOKEN")
+        .ok()
+        .filter(|t| !t.trim().is_empty());
+    let stdio = match (&id.token_file, env_token, dev_token) {
+        (Some(path), _, _) => StdioToken::File(path.clone()),
+        (None, Some(token), _) => StdioToken::Literal(token.trim().to_owned()),
+        (None, None, Some(token)) => StdioToken::Literal(token),
+        (None, None, None) => StdioToken::None,
+    };
+    Ok(Identity::new(
+        Arc::new(JwtVerifier::new(issuers, id.audience.clone())),
+        stdio,
+    ))
+}
+
+/// Lifetime of the `--dev` token: 30 days.
+const DEV_TTL_S: i64 = 30 * 24 * 3600;
+
+/// The `--dev` token, for printing on stderr when serving HTTP.
+///
+/// # Errors
+/// When the dev key cannot be loaded.
+pub fn dev_bearer_token(config: &Config) -> Result<String, ConfigError> {
+    let key = DevKey::load_or_create(&config.data_dir).map_err(ConfigError)?;
+    mint(
+        &key,
+        &dev_claims(config, LOCAL_TENANT, &all_scopes(), "local-dev", DEV_TTL_S),
+    )
+}
+
+fn all_scopes() -> String {
+    Scope::ALL
+        .iter()
+        .map(|s| s.as_str())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn dev_claims(
+    config: &Config,
+    tenant: &str,
+    scopes: &str,
+    sub: &str,
+    ttl_s: i64,
+) -> serde_json::Value {
+    let now = chrono::Utc::now().timestamp();
+    serde_json::json!({
+        "iss": DEV_ISSUER, "aud": config.identity.audience, "sub": sub, "tenant_id": tenant,
+        "scope": scopes, "iat": now, "exp": now + ttl_s, "jti": jti()
+    })
+}
+
+fn mint(key: &DevKey, claims: &serde_json::Value) -> Result<String, ConfigError> {
+    key.sign(claims).map_err(ConfigError)
+}
+
+fn jti() -> String {
+    crate::app::trace::random_bytes::<16>()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// What `dev-token` was asked for.
+#[derive(Debug, Clone)]
+pub struct DevTokenRequest {
+    /// Tenant UUID.
+    pub tenant: String,
+    /// Scopes, space-separated (default: all).
+    pub scopes: Option<String>,
+    /// Lifetime, e.g. `1h`.
+    pub ttl: String,
+    /// Subject.
+    pub sub: String,
+    /// Tool to confirm (confirmation token).
+    pub confirm: Option<String>,
+    /// Arguments to confirm, a JSON object.
+    pub args: Option<String>,
+}
+
+/// `dev-token`: a bearer token, or with `confirm` a confirmation token for one call.
+///
+/// # Errors
+/// Bad arguments or an unusable dev key.
+pub fn dev_token(config: &Config, req: &DevTokenRequest) -> Result<String, ConfigError> {
+    crate::domain::TenantId::parse(&req.tenant)
+        .map_err(|_| ConfigError("--tenant must be a UUID".into()))?;
+    let ttl_s = parse_ttl(&req.ttl)?;
+    let key = DevKey::load_or_create(&config.data_dir).map_err(ConfigError)?;
+    let Some(tool) = &req.confirm else {
+        let scopes = req.scopes.clone().unwrap_or_else(all_scopes);
+        return mint(
+            &key,
+            &dev_claims(config, &req.tenant, &scopes, &req.sub, ttl_s),
+        );
+    };
+    if crate::domain::Tool::from_name(tool).is_none() {
+        return Err(ConfigError(format!("--confirm: unknown tool {tool:?}")));
+    }
+    let args: serde_json::Value = serde_json::from_str(req.args.as_deref().unwrap_or("{}"))
+        .ok()
+        .filter(serde_json::Value::is_object)
+        .ok_or_else(|| ConfigError("--args must be a JSON object".into()))?;
+    let now = chrono::Utc::now().timestamp();
+    let claims = serde_json::json!({
+        "iss": DEV_ISSUER, "aud": config.identity.audience, "sub": req.sub, "tenant_id": req.tenant,
+        "tool": tool, "args_sha256": crate::app::tools::confirmation::args_sha256(&args),
+        "jti": jti(), "iat": now, "exp": now + ttl_s.min(300)
+    });
+    mint(&key, &claims)
+}
+
+/// `30s`, `15m`, `1h`, `30d`.
+fn parse_ttl(s: &str) -> Result<i64, ConfigError> {
+    let bad = || {
+        ConfigError(format!(
+            "--ttl {s:?}: use a number with s, m, h or d, e.g. 1h"
+        ))
+    };
+    let (num, unit) = s.split_at(s.len().saturating_sub(1));
+    let n: i64 = num.parse().map_err(|_| bad())?;
+    let secs = match unit {
+        "s" => n,
+        "m" => n * 60,
+        "h" => n * 3600,
+        "d" => n * 86_400,
+        _ => return Err(bad()),
+    };
+    if secs <= 0 || secs > 366 * 86_400 {
+        Err(bad())
+    } else {
+        Ok(secs)
+    }
+}
+
 /// Builds the application for `config`.
-pub async fn app(config: &Config) -> App {
+///
+/// # Errors
+/// When identity cannot be set up.
+pub async fn app(config: &Config) -> Result<App, ConfigError> {
     let settings = Settings {
         tool_errors: config.tool_errors,
         long_running: config.long_running,
     };
-    App::new(ports(config).await, settings, Identity::Local)
+    let identity = identity(config)?;
+    Ok(App::new(ports(config).await, settings, identity))
 }

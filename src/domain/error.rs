@@ -57,6 +57,8 @@ pub enum Upstream {
     Skills,
     /// The task store.
     TaskStore,
+    /// The identity provider's key set.
+    IdentityProvider,
 }
 
 impl Upstream {
@@ -67,6 +69,7 @@ impl Upstream {
             Upstream::Memory => "the memory service",
             Upstream::Skills => "the skills index",
             Upstream::TaskStore => "the task store",
+            Upstream::IdentityProvider => "the identity provider",
         }
     }
 }

@@ -20,5 +20,5 @@ pub mod tool;
 pub use error::{DomainError, ErrorClass, Upstream};
 pub use ids::{TaskId, TenantId, Timestamp, TraceId};
 pub use json::JsonText;
-pub use principal::{CallCtx, Principal, Scope};
+pub use principal::{CallCtx, Principal, Scope, TokenRejection};
 pub use tool::{Effects, TaskSupport, Tool, ToolName, ToolSpec};

@@ -1,6 +1,6 @@
 //! Who is calling: scopes, the verified principal, and the per-call context sent upstream.
 
-use crate::domain::{TenantId, TraceId};
+use crate::domain::{DomainError, TenantId, TraceId};
 
 /// An OAuth scope the bridge knows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -63,6 +63,77 @@ impl Principal {
     /// Whether the principal holds `scope`.
     pub fn has(&self, scope: Scope) -> bool {
         self.scopes.contains(&scope)
+    }
+}
+
+/// Why a bearer token was refused. Logged precisely; the client gets a user-safe hint.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TokenRejection {
+    /// No token was presented.
+    Missing,
+    /// The token is longer than any real token.
+    Oversized,
+    /// Not a JWT, or bad encoding.
+    Malformed,
+    /// No key with the token's `kid` (or none matched).
+    UnknownKey,
+    /// The header's algorithm is not allowed for the key.
+    AlgorithmNotAllowed,
+    /// The signature does not verify.
+    BadSignature,
+    /// `exp` is in the past.
+    Expired,
+    /// `nbf` is in the future.
+    NotYetValid,
+    /// `iss` is not an accepted issuer.
+    WrongIssuer,
+    /// `aud` does not name this bridge.
+    WrongAudience,
+    /// A required claim is absent.
+    MissingClaim(String),
+    /// `tenant_id` is absent or not a UUID.
+    BadTenant,
+}
+
+impl TokenRejection {
+    /// The precise reason, for logs (never contains token bytes).
+    pub fn reason(&self) -> String {
+        match self {
+            TokenRejection::Missing => "no token".into(),
+            TokenRejection::Oversized => "token too long".into(),
+            TokenRejection::Malformed => "malformed token".into(),
+            TokenRejection::UnknownKey => "unknown signing key".into(),
+            TokenRejection::AlgorithmNotAllowed => "algorithm not allowed for the key".into(),
+            TokenRejection::BadSignature => "bad signature".into(),
+            TokenRejection::Expired => "token expired".into(),
+            TokenRejection::NotYetValid => "token not yet valid (nbf)".into(),
+            TokenRejection::WrongIssuer => "issuer not accepted".into(),
+            TokenRejection::WrongAudience => "audience mismatch".into(),
+            TokenRejection::MissingClaim(c) => format!("missing claim {c}"),
+            TokenRejection::BadTenant => "tenant_id missing or not a UUID".into(),
+        }
+    }
+
+    /// The user-safe error.
+    pub fn into_error(self) -> DomainError {
+        match self {
+            TokenRejection::Missing => DomainError::denied(
+                "authentication required",
+                "Present a token: set --token-file or CYBEROS_TOKEN for stdio, send Authorization: Bearer over HTTP,                  or start the bridge with --dev for local use.",
+            ),
+            TokenRejection::Expired => DomainError::denied(
+                "token expired",
+                "Your token has expired; re-authenticate to get a new one.",
+            ),
+            TokenRejection::NotYetValid => DomainError::denied(
+                "token not yet valid",
+                "The token's validity starts in the future; check the clock, or re-authenticate.",
+            ),
+            _ => DomainError::denied(
+                "invalid token",
+                "The token was rejected; re-authenticate to get a new one.",
+            ),
+        }
     }
 }
 

@@ -9,6 +9,7 @@ mod cuo_runner;
 mod memory_client;
 mod skill_index;
 mod task_store;
+mod token_verifier;
 
 use std::sync::Arc;
 
@@ -17,6 +18,7 @@ pub use cuo_runner::{CuoRunner, ProgressSink, SkillRun, WorkflowRun};
 pub use memory_client::MemoryClient;
 pub use skill_index::SkillIndex;
 pub use task_store::{NewTask, TaskPage, TaskStore};
+pub use token_verifier::{ConfirmationLedger, TokenVerifier};
 
 /// Everything the application needs from the outside world.
 #[derive(Clone)]
@@ -31,4 +33,6 @@ pub struct Ports {
     pub skills: Arc<dyn SkillIndex>,
     /// Wall-clock time.
     pub clock: Arc<dyn Clock>,
+    /// Used confirmation-token ids.
+    pub ledger: Arc<dyn ConfirmationLedger>,
 }

@@ -1,6 +1,7 @@
-//! Runs a skill's entrypoint program: directly (no shell), in the skill folder, with a
-//! scrubbed environment, the inputs as JSON on stdin, stdout captured up to a cap, stderr
-//! logged, and the process killed when the deadline passes.
+//! Runs a skill's entrypoint program: directly (no shell), in the skill folder, in a
+//! process group of its own, with a scrubbed environment, the inputs as JSON on stdin,
+//! stdout captured up to a cap and stderr logged. The whole group is killed when the
+//! deadline passes, and anything it left running is killed when it exits.
 
 use std::path::Path;
 use std::process::{ExitStatus, Stdio};
@@ -36,6 +37,12 @@ pub async fn run(
         return Err(RpcError::deadline());
     }
     let mut child = spawn(program, folder).await?;
+    let _group = GroupKiller(
+        child
+            .id()
+            .and_then(|id| i32::try_from(id).ok())
+            .filter(|&pgid| pgid > 1),
+    );
     let stdin = child.stdin.take();
     let stdout = child.stdout.take();
     let stderr = child.stderr.take();
@@ -61,8 +68,8 @@ pub async fn run(
         Err(_) => {
             tracing::warn!(skill, "entrypoint passed its deadline; killing it");
             let _ = child.start_kill();
-            // Reap it so no zombie is left; a process that ignores SIGKILL does not exist,
-            // but do not hang on it either.
+            // Reap it so no zombie is left, without hanging on it; `_group` then kills
+            // whatever it started.
             let _ = tokio::time::timeout(Duration::from_secs(2), child.wait()).await;
             return Err(RpcError::deadline());
         }
@@ -97,7 +104,10 @@ async fn spawn(program: &Path, folder: &Path) -> Result<Child, RpcError> {
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .kill_on_drop(true);
+        .kill_on_drop(true)
+        // Its own process group, so one signal reaches everything it starts (a script's
+        // `sleep`, say), not just the script.
+        .process_group(0);
     let mut attempts = 0;
     loop {
         match command.spawn() {
@@ -113,6 +123,19 @@ async fn spawn(program: &Path, folder: &Path) -> Result<Child, RpcError> {
                     format!("skill entrypoint could not be started: {}", e.kind()),
                 ));
             }
+        }
+    }
+}
+
+/// Kills a process group with SIGKILL when dropped: on every way out of [`run`].
+struct GroupKiller(Option<i32>);
+
+impl Drop for GroupKiller {
+    fn drop(&mut self) {
+        if let Some(pgid) = self.0 {
+            use nix::sys::signal::{Signal, killpg};
+            // ESRCH (nothing left in the group) is the normal case.
+            let _ = killpg(nix::unistd::Pid::from_raw(pgid), Signal::SIGKILL);
         }
     }
 }

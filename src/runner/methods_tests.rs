@@ -61,7 +61,15 @@ fn almost_every_workflow_title_routes_to_its_own_workflow() {
 #[test]
 fn vague_queries_get_low_confidence() {
     let runner = runner();
-    for query in ["review", "plan", "strategy", "report", "improve things"] {
+    for query in [
+        "review",
+        "plan",
+        "strategy",
+        "team",
+        "customer data",
+        "help me with the thing for the team",
+        "we need a plan for next quarter",
+    ] {
         let r = route(&runner, query, None).expect("matches something");
         let confidence = r["confidence"].as_f64().unwrap_or(1.0);
         assert!(confidence < 0.4, "{query}: {confidence}");
@@ -72,7 +80,7 @@ fn vague_queries_get_low_confidence() {
 fn a_query_matching_nothing_is_refused_with_a_hint() {
     let runner = runner();
     for query in ["", "the of and", "zzxqv wvpl", "¿¡"] {
-        let err = route(&runner, query, None).err().expect("no match");
+        let err = route(&runner, query, None).expect_err("no match");
         assert_eq!(err.code, INVALID_PARAMS);
         assert_eq!(
             err.message,
@@ -135,7 +143,7 @@ fn workflows_can_be_listed_for_one_persona_and_unknown_ones_are_refused() {
     assert!(all["workflows"].as_array().map_or(0, Vec::len) > workflows.len());
 
     params.insert("persona".into(), json!("x".repeat(500)));
-    let err = runner.workflows(&params).err().expect("unknown persona");
+    let err = runner.workflows(&params).expect_err("unknown persona");
     assert_eq!(err.code, INVALID_PARAMS);
     assert!(err.message.ends_with("; call personas.list for valid ids"));
     assert!(
@@ -145,58 +153,4 @@ fn workflows_can_be_listed_for_one_persona_and_unknown_ones_are_refused() {
     );
     params.insert("persona".into(), json!(7));
     assert!(runner.workflows(&params).is_err());
-}
-
-#[test]
-fn zz_debug_dump() {
-    let runner = runner();
-    for q in [
-        "team",
-        "meeting",
-        "update",
-        "process",
-        "new",
-        "data",
-        "customer",
-        "help me with the thing for the team",
-        "we need a plan for next quarter",
-        "quarterly review",
-        "risk",
-        "policy",
-        "analysis of data",
-        "migrate to kubernetes",
-        "price increase",
-        "roadmap",
-    ] {
-        let ranked = runner.rank(q);
-        let top: Vec<String> = ranked
-            .iter()
-            .take(5)
-            .map(|&(d, s)| format!("{} {:.2}", runner.pair_id(d), s))
-            .collect();
-        let scores: Vec<f64> = ranked.iter().map(|&(_, s)| s).collect();
-        eprintln!("{q:?}: conf {:.3}\n   {top:?}", bm25::confidence(&scores));
-    }
-    let mut confs = Vec::new();
-    for persona in &runner.catalog.personas {
-        for workflow in &persona.workflows {
-            let r = route(&runner, &workflow.title, Some(1)).expect("x");
-            let ok = r["persona"] == persona.id.as_str() && r["workflow"] == workflow.id.as_str();
-            confs.push((
-                r["confidence"].as_f64().unwrap_or(0.0),
-                ok,
-                workflow.title.clone(),
-            ));
-        }
-    }
-    confs.sort_by(|a, b| a.0.total_cmp(&b.0));
-    for c in &confs {
-        if !c.1 {
-            eprintln!("MISS {c:?}");
-        }
-    }
-    eprintln!(
-        "title conf quantiles: {:?}",
-        [0, 10, 25, 50, 75, 90, 146].map(|i| confs[i.min(confs.len() - 1)].0)
-    );
 }

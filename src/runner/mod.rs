@@ -21,9 +21,10 @@ use tokio::io::{AsyncRead, AsyncWrite, BufReader};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use crate::lines::{Line, LineReader};
 use catalog::Catalog;
 use methods::{Failure, Runner};
-use protocol::{Frame, Incoming, Out, RpcError};
+use protocol::{Incoming, Out, RpcError};
 
 /// Exit code when the catalogue is invalid.
 pub const EXIT_BAD_CATALOG: i32 = 2;
@@ -83,15 +84,15 @@ where
     let (tx, mut rx) = mpsc::channel(READ_AHEAD);
     let reader_eof = eof.clone();
     let reader = tokio::spawn(async move {
-        let mut input = BufReader::new(input);
+        let mut input = LineReader::new(BufReader::new(input), protocol::MAX_LINE);
         loop {
-            match protocol::read_frame(&mut input).await {
-                Ok(Some(frame)) => {
-                    if tx.send(frame).await.is_err() {
+            match input.next_line().await {
+                Ok(Line::Eof) => break,
+                Ok(line) => {
+                    if tx.send(line).await.is_err() {
                         break;
                     }
                 }
-                Ok(None) => break,
                 Err(e) => {
                     tracing::warn!(error = %e, "cannot read stdin; treating it as closed");
                     break;
@@ -123,12 +124,12 @@ where
 /// Handles one line; `Ok(false)` means stop now (EOF during pacing).
 async fn handle_frame<W: AsyncWrite + Unpin>(
     runner: &Runner,
-    frame: Frame,
+    frame: Line,
     out: &mut Out<W>,
     eof: &CancellationToken,
 ) -> std::io::Result<bool> {
     let line = match frame {
-        Frame::TooLong => {
+        Line::TooLong => {
             let error = RpcError::new(
                 protocol::INVALID_REQUEST,
                 "invalid request: the line is longer than 8 MiB",
@@ -136,11 +137,9 @@ async fn handle_frame<W: AsyncWrite + Unpin>(
             out.error(None, &error).await?;
             return Ok(true);
         }
-        Frame::Line(line) => line,
+        Line::Frame(line) => line,
+        Line::Eof => return Ok(true),
     };
-    if line.iter().all(u8::is_ascii_whitespace) {
-        return Ok(true);
-    }
     let (id, method, params) = match protocol::parse(&line) {
         Ok(Incoming::Request { id, method, params }) => (id, method, params),
         Ok(Incoming::Ignored(what)) => {

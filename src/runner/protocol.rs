@@ -1,9 +1,9 @@
-//! The CUO wire protocol: JSON-RPC 2.0, one compact JSON message per line. This file
-//! reads size-capped lines, classifies incoming messages, writes frames, and holds the
+//! The CUO wire protocol: JSON-RPC 2.0, one compact JSON message per line (framing is
+//! `crate::lines`). This file classifies incoming messages, writes frames, and holds the
 //! error codes and the small param-reading helpers every method shares.
 
 use serde_json::{Map, Value, json};
-use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncWrite, AsyncWriteExt};
 
 /// Longest accepted line, newline excluded.
 pub const MAX_LINE: usize = 8 * 1024 * 1024;
@@ -68,55 +68,6 @@ impl RpcError {
             obj.insert("data".into(), data.clone());
         }
         error
-    }
-}
-
-/// One line read from the peer.
-#[derive(Debug, PartialEq, Eq)]
-pub enum Frame {
-    /// A line within [`MAX_LINE`], newline stripped.
-    Line(Vec<u8>),
-    /// A line over [`MAX_LINE`]; its bytes were discarded.
-    TooLong,
-}
-
-/// Reads the next line, or `None` at EOF. A last line without a newline still counts.
-/// Over-long lines are skipped without being buffered, so memory stays bounded.
-///
-/// # Errors
-/// When reading fails.
-pub async fn read_frame<R: AsyncBufRead + Unpin>(reader: &mut R) -> std::io::Result<Option<Frame>> {
-    let mut line = Vec::new();
-    let mut too_long = false;
-    loop {
-        let available = reader.fill_buf().await?;
-        if available.is_empty() {
-            return Ok(match (too_long, line.is_empty()) {
-                (true, _) => Some(Frame::TooLong),
-                (false, true) => None,
-                (false, false) => Some(Frame::Line(line)),
-            });
-        }
-        let (chunk, consumed, done) = match available.iter().position(|&b| b == b'\n') {
-            Some(i) => (&available[..i], i + 1, true),
-            None => (available, available.len(), false),
-        };
-        if !too_long {
-            if line.len() + chunk.len() > MAX_LINE {
-                too_long = true;
-                line = Vec::new();
-            } else {
-                line.extend_from_slice(chunk);
-            }
-        }
-        reader.consume(consumed);
-        if done {
-            return Ok(Some(if too_long {
-                Frame::TooLong
-            } else {
-                Frame::Line(line)
-            }));
-        }
     }
 }
 
@@ -320,36 +271,6 @@ pub fn clip(s: &str, max: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    async fn frames(input: Vec<u8>) -> Vec<Frame> {
-        let mut reader = tokio::io::BufReader::with_capacity(1024, input.as_slice());
-        let mut out = Vec::new();
-        while let Some(frame) = read_frame(&mut reader).await.expect("in-memory read") {
-            out.push(frame);
-        }
-        out
-    }
-
-    #[tokio::test]
-    async fn lines_are_split_and_an_unterminated_last_line_still_counts() {
-        let got = frames(b"a\n\nbc\nd".to_vec()).await;
-        let lines = [b"a".to_vec(), vec![], b"bc".to_vec(), b"d".to_vec()];
-        assert_eq!(got, lines.map(Frame::Line));
-    }
-
-    #[tokio::test]
-    async fn an_over_long_line_is_reported_once_and_reading_goes_on() {
-        let mut input = vec![b'x'; MAX_LINE + 1];
-        input.extend_from_slice(b"\nok\n");
-        input.extend(vec![b'y'; MAX_LINE + 5]);
-        let got = frames(input).await;
-        assert_eq!(
-            got,
-            [Frame::TooLong, Frame::Line(b"ok".to_vec()), Frame::TooLong]
-        );
-        let exact = frames(vec![b'z'; MAX_LINE]).await;
-        assert!(matches!(exact.as_slice(), [Frame::Line(l)] if l.len() == MAX_LINE));
-    }
 
     fn code_of(line: &str) -> i64 {
         match parse(line.as_bytes()) {

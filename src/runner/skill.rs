@@ -46,10 +46,11 @@ pub async fn invoke(params: &Map<String, Value>) -> Result<Value, RpcError> {
         .ok_or_else(|| RpcError::invalid_params("skill folder not found"))?;
     let text = read_skill_file(&folder)?;
     let (yaml, body) = split_front_matter(&text).ok_or_else(|| {
-        RpcError::invalid_params("SKILL.md has no yaml front matter between --- lines")
+        RpcError::invalid_params("the skill's SKILL.md has no yaml front matter between --- lines")
     })?;
-    let front: FrontMatter = serde_norway::from_str(yaml)
-        .map_err(|_| RpcError::invalid_params("SKILL.md front matter is not valid"))?;
+    let front: FrontMatter = serde_norway::from_str(yaml).map_err(|_| {
+        RpcError::invalid_params("the skill's SKILL.md front matter is not valid yaml with a name")
+    })?;
     if front.name != name {
         return Err(RpcError::invalid_params(format!(
             "skill name '{}' does not match the name in SKILL.md",
@@ -69,6 +70,10 @@ pub async fn invoke(params: &Map<String, Value>) -> Result<Value, RpcError> {
         None => None,
     };
 
+    // Like a workflow step, the skill does not start once its deadline has passed.
+    if tokio::time::Instant::now() >= deadline {
+        return Err(RpcError::deadline());
+    }
     let rendered = template::render(body, inputs);
     let artifact = json!({
         "name": format!("{}.md", front.name),
@@ -91,14 +96,18 @@ pub async fn invoke(params: &Map<String, Value>) -> Result<Value, RpcError> {
 
 fn read_skill_file(folder: &Path) -> Result<String, RpcError> {
     let file = folder.join("SKILL.md");
-    let missing = || RpcError::invalid_params("SKILL.md not found in the skill folder");
+    let missing = || RpcError::invalid_params("the skill folder has no SKILL.md");
     match std::fs::metadata(&file) {
         Ok(m) if m.is_file() && m.len() <= MAX_SKILL_FILE => {}
-        Ok(m) if m.is_file() => return Err(RpcError::invalid_params("SKILL.md is over 1 MiB")),
+        Ok(m) if m.is_file() => {
+            return Err(RpcError::invalid_params(
+                "the skill's SKILL.md is over 1 MiB",
+            ));
+        }
         _ => return Err(missing()),
     }
     std::fs::read_to_string(&file)
-        .map_err(|_| RpcError::invalid_params("SKILL.md is not readable utf-8 text"))
+        .map_err(|_| RpcError::invalid_params("the skill's SKILL.md is not readable utf-8 text"))
 }
 
 /// The entrypoint's real path, which must be a file inside the (canonical) folder, so

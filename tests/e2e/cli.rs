@@ -11,8 +11,10 @@ fn run(args: &[&str]) -> (i32, String, String) {
     let out = Command::new(binary())
         .arg("--data-dir")
         .arg(dir.path())
+        .arg("--dev")
         .args(args)
         .env_remove("RUST_LOG")
+        .env_remove("CYBEROS_TOKEN")
         .output()
         .unwrap();
     (
@@ -80,6 +82,7 @@ fn environment_variables_configure_like_flags() {
     let out = Command::new(binary())
         .args(["call", "cyberos.skill.list_skills", "{}"])
         .env("CYBEROS_DATA_DIR", dir.path())
+        .env("CYBEROS_DEV", "true")
         .env("CYBEROS_SKILLS_DIR", fixtures().join("skills"))
         .output()
         .unwrap();

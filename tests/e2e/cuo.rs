@@ -73,6 +73,7 @@ fn a_hung_child_times_out_and_is_killed_with_its_group() {
     let dir = tempfile::tempdir().unwrap();
     let mut b = Bridge::spawn_with_env(
         &[
+            "--dev",
             "--cuo-command",
             &fixture_command(),
             "--cuo-timeout",
@@ -147,6 +148,7 @@ fn a_child_refusal_is_input_validation_with_a_sanitised_message_and_a_discovery_
 fn children_get_a_scrubbed_environment_and_the_callers_context() {
     let mut b = Bridge::spawn_with_env(
         &[
+            "--dev",
             "--cuo-command",
             &fixture_command(),
             "--cuo-env",
@@ -154,7 +156,7 @@ fn children_get_a_scrubbed_environment_and_the_callers_context() {
         ],
         &[
             ("CUO_EXTRA", "1"),
-            ("CYBEROS_TOKEN", "secret-token"),
+            ("CYBEROS_JWT_ISSUER_SECRET", "secret-token"),
             ("AWS_SECRET_ACCESS_KEY", "x"),
         ],
     );

@@ -238,3 +238,57 @@ impl Clock for FixedClock {
         self.0
     }
 }
+
+/// Accepts a fixed set of opaque tokens: `full` (every scope) and `read-only`, both for
+/// tenant `00000000-0000-4000-8000-000000000001`.
+pub struct StaticTokens;
+
+#[async_trait::async_trait]
+impl cyberos_mcp_bridge::ports::TokenVerifier for StaticTokens {
+    async fn verify(
+        &self,
+        token: &str,
+    ) -> Result<cyberos_mcp_bridge::domain::Principal, DomainError> {
+        use cyberos_mcp_bridge::domain::{Principal, Scope, TenantId, TokenRejection};
+        let tenant = TenantId::parse("00000000-0000-4000-8000-000000000001").unwrap();
+        match token {
+            "full" => Ok(Principal {
+                tenant,
+                actor: "tester".into(),
+                scopes: Scope::ALL.to_vec(),
+            }),
+            "read-only" => Ok(Principal {
+                tenant,
+                actor: "tester".into(),
+                scopes: Scope::ALL
+                    .iter()
+                    .copied()
+                    .filter(|s| s.as_str().ends_with(":read"))
+                    .collect(),
+            }),
+            _ => Err(TokenRejection::BadSignature.into_error()),
+        }
+    }
+    async fn verify_confirmation(
+        &self,
+        _: &str,
+    ) -> Result<cyberos_mcp_bridge::domain::confirm::ConfirmationClaims, DomainError> {
+        Err(cyberos_mcp_bridge::domain::TokenRejection::BadSignature.into_error())
+    }
+}
+
+/// Remembers used confirmation ids in memory.
+#[derive(Default)]
+pub struct InMemoryLedger(Mutex<std::collections::HashSet<String>>);
+
+#[async_trait::async_trait]
+impl cyberos_mcp_bridge::ports::ConfirmationLedger for InMemoryLedger {
+    async fn claim(
+        &self,
+        tenant: &cyberos_mcp_bridge::domain::TenantId,
+        jti: &str,
+        _: Timestamp,
+    ) -> Result<bool, DomainError> {
+        Ok(self.0.lock().unwrap().insert(format!("{tenant}/{jti}")))
+    }
+}

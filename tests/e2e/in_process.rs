@@ -10,12 +10,14 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines};
 use tokio_util::sync::CancellationToken;
 
 use cyberos_mcp_bridge::adapters::unavailable::Unavailable;
-use cyberos_mcp_bridge::app::identity::Identity;
+use cyberos_mcp_bridge::app::identity::{Identity, StdioToken};
 use cyberos_mcp_bridge::app::{App, Settings, ToolErrors, stdio};
 use cyberos_mcp_bridge::domain::{Timestamp, Upstream};
 use cyberos_mcp_bridge::ports::Ports;
 
-use crate::fakes::{Behaviour, FixedClock, InMemoryAudit, ScriptedCuo, StaticSkills};
+use crate::fakes::{
+    Behaviour, FixedClock, InMemoryAudit, InMemoryLedger, ScriptedCuo, StaticSkills, StaticTokens,
+};
 use crate::schema::check_frame;
 use crate::support::{assert_envelope, init_params};
 
@@ -37,8 +39,10 @@ impl Client {
             memory: Arc::new(InMemoryAudit::default()),
             skills: Arc::new(StaticSkills::new(skills)),
             clock: Arc::new(FixedClock(Timestamp::from_unix_millis(0))),
+            ledger: Arc::new(InMemoryLedger::default()),
         };
-        let app = App::new(ports, settings, Identity::Local);
+        let identity = Identity::new(Arc::new(StaticTokens), StdioToken::Literal("full".into()));
+        let app = App::new(ports, settings, identity);
         let (client, server) = tokio::io::duplex(1 << 20);
         let (server_read, server_write) = tokio::io::split(server);
         let server = tokio::spawn(stdio::serve(

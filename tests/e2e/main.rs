@@ -2,6 +2,7 @@
 
 mod cli;
 mod cuo;
+mod cuo_runner;
 mod fakes;
 mod in_process;
 mod memory;

@@ -36,14 +36,22 @@ pub struct Bridge {
 }
 
 impl Bridge {
-    /// Starts the binary with a fresh data dir, the fixture skills and `extra` flags.
+    /// Starts the binary with `--dev`, a fresh data dir, the fixture skills and `extra`
+    /// flags.
     pub fn spawn(extra: &[&str]) -> Bridge {
-        Bridge::spawn_with_env(extra, &[])
+        let mut args = vec!["--dev"];
+        args.extend_from_slice(extra);
+        Bridge::spawn_with_env(&args, &[])
     }
 
-    /// As [`Bridge::spawn`], with extra environment variables.
+    /// Starts the binary with exactly `extra` flags (plus data dir and skills) and extra
+    /// environment variables.
     pub fn spawn_with_env(extra: &[&str], env: &[(&str, &str)]) -> Bridge {
-        let data_dir = tempfile::tempdir().unwrap();
+        Bridge::spawn_in(tempfile::tempdir().unwrap(), extra, env)
+    }
+
+    /// As [`Bridge::spawn_with_env`], in a given data dir.
+    pub fn spawn_in(data_dir: tempfile::TempDir, extra: &[&str], env: &[(&str, &str)]) -> Bridge {
         let mut cmd = Command::new(binary());
         cmd.arg("--data-dir")
             .arg(data_dir.path())
@@ -51,6 +59,7 @@ impl Bridge {
             .arg(fixtures().join("skills"))
             .args(extra)
             .env("RUST_LOG", "debug")
+            .env_remove("CYBEROS_TOKEN")
             .envs(env.iter().copied())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

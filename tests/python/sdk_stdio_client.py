@@ -12,7 +12,7 @@ from mcp.client.stdio import stdio_client
 
 
 async def main(binary: str, skills: str, data: str) -> None:
-    params = StdioServerParameters(command=binary, args=["--data-dir", data, "--skills-dir", skills])
+    params = StdioServerParameters(command=binary, args=["--dev", "--data-dir", data, "--skills-dir", skills])
     async with stdio_client(params) as (read, write):
         async with ClientSession(read, write) as session:
             init = await session.initialize()

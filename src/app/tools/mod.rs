@@ -5,6 +5,7 @@
 //! gate is here, not in handlers, so no tool with destructive or external effects can
 //! skip it.
 
+pub mod confirmation;
 mod cuo;
 mod memory;
 mod skill;
@@ -18,7 +19,7 @@ use crate::app::rpc::{INVALID_PARAMS, RpcError};
 use crate::app::server::truncate;
 use crate::app::session::Session;
 use crate::app::{App, ToolErrors, trace};
-use crate::domain::confirm::{self, Confirmation};
+use crate::domain::confirm::Confirmation;
 use crate::domain::{
     CallCtx, DomainError, ErrorClass, JsonText, Principal, Timestamp, Tool, ToolSpec, TraceId,
 };
@@ -234,7 +235,8 @@ impl App {
         })?;
         let principal = self
             .identity()
-            .principal()
+            .stdio_principal()
+            .await
             .map_err(|e| self.domain_failure(&e, trace))?;
         let Some(tool) = Tool::from_name(&call.name) else {
             // MCP: an unknown tool is a protocol error, whatever --tool-errors says.
@@ -272,7 +274,7 @@ impl App {
 
     async fn run_tool(
         &self,
-        _session: &Session,
+        session: &Session,
         principal: &Principal,
         tool: Tool,
         call: &CallParams,
@@ -293,7 +295,7 @@ impl App {
             });
         }
         self.registry().validate(tool, &call.arguments)?;
-        if let Some(how) = confirm::decide(spec, call.confirmation())? {
+        if let Some(how) = self.confirmation(session, principal, tool, call).await? {
             tracing::info!(tool = tool.name(), confirmed_by = how.as_str(), trace_id = %trace, "call confirmed");
         }
         let ctx = CallCtx {

@@ -1,0 +1,111 @@
+//! The local development signing key: an Ed25519 key created once (mode 0600) in the data
+//! dir, used by `--dev` and `dev-token` to mint tokens with issuer `urn:cyberos:dev`.
+//! Creation is atomic, so two processes racing to create it end up with the same key.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use ed25519_dalek::SigningKey;
+use ed25519_dalek::pkcs8::spki::der::pem::LineEnding;
+use ed25519_dalek::pkcs8::{DecodePrivateKey, EncodePrivateKey, EncodePublicKey};
+use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header};
+use serde_json::Value;
+
+/// Issuer of every dev token.
+pub const DEV_ISSUER: &str = "urn:cyberos:dev";
+const FILE_NAME: &str = "dev-signing-key.pem";
+
+/// The dev key pair.
+pub struct DevKey {
+    encoding: EncodingKey,
+    decoding: DecodingKey,
+    path: PathBuf,
+}
+
+impl std::fmt::Debug for DevKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DevKey")
+            .field("path", &self.path)
+            .finish_non_exhaustive()
+    }
+}
+
+impl DevKey {
+    /// Loads the key of `data_dir`, creating it first if it does not exist.
+    ///
+    /// # Errors
+    /// When the file cannot be created or read, or does not hold an Ed25519 key.
+    pub fn load_or_create(data_dir: &Path) -> Result<DevKey, String> {
+        let path = data_dir.join(FILE_NAME);
+        if !path.exists() {
+            create(data_dir, &path)?;
+        }
+        let pem = std::fs::read_to_string(&path)
+            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        let signing = SigningKey::from_pkcs8_pem(&pem)
+            .map_err(|_| format!("{} does not hold an Ed25519 key", path.display()))?;
+        let public = signing
+            .verifying_key()
+            .to_public_key_pem(LineEnding::LF)
+            .map_err(|e| format!("cannot encode the dev public key: {e}"))?;
+        let encoding =
+            EncodingKey::from_ed_pem(pem.as_bytes()).map_err(|e| format!("dev key: {e}"))?;
+        let decoding =
+            DecodingKey::from_ed_pem(public.as_bytes()).map_err(|e| format!("dev key: {e}"))?;
+        Ok(DevKey {
+            encoding,
+            decoding,
+            path,
+        })
+    }
+
+    /// The verification key.
+    pub fn decoding_key(&self) -> DecodingKey {
+        self.decoding.clone()
+    }
+
+    /// Signs `claims` (issuer and the rest as given) with EdDSA.
+    ///
+    /// # Errors
+    /// Only if signing fails, which would be a bug.
+    pub fn sign(&self, claims: &Value) -> Result<String, String> {
+        jsonwebtoken::encode(&Header::new(Algorithm::EdDSA), claims, &self.encoding)
+            .map_err(|e| format!("cannot sign: {e}"))
+    }
+}
+
+/// Writes a new key to a private temporary file, then publishes it with a hard link,
+/// which fails if another process published first; either way one key wins.
+fn create(data_dir: &Path, path: &Path) -> Result<(), String> {
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    builder
+        .create(data_dir)
+        .map_err(|e| format!("cannot create {}: {e}", data_dir.display()))?;
+
+    let mut seed = [0u8; 32];
+    getrandom::fill(&mut seed).map_err(|e| format!("no randomness: {e}"))?;
+    let pem = SigningKey::from_bytes(&seed)
+        .to_pkcs8_pem(LineEnding::LF)
+        .map_err(|e| format!("cannot encode the dev key: {e}"))?;
+    let mut suffix = [0u8; 8];
+    getrandom::fill(&mut suffix).map_err(|e| format!("no randomness: {e}"))?;
+    let tmp = data_dir.join(format!(".{FILE_NAME}.{}", u64::from_le_bytes(suffix)));
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let written = options
+        .open(&tmp)
+        .and_then(|mut f| f.write_all(pem.as_bytes()).and_then(|()| f.sync_all()))
+        .map_err(|e| format!("cannot write {}: {e}", tmp.display()));
+    let published = written.and_then(|()| match std::fs::hard_link(&tmp, path) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(format!("cannot create {}: {e}", path.display())),
+    });
+    let _ = std::fs::remove_file(&tmp);
+    published
+}

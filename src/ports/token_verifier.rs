@@ -1,0 +1,36 @@
+use crate::domain::confirm::ConfirmationClaims;
+use crate::domain::{DomainError, Principal, TenantId, Timestamp};
+
+/// Verifies bearer and confirmation tokens. Nothing about identity is cached between
+/// calls: every request presents its token and gets it verified.
+#[async_trait::async_trait]
+pub trait TokenVerifier: Send + Sync + 'static {
+    /// The principal of a bearer token.
+    ///
+    /// # Errors
+    /// MUST return `AuthzDenied` (via `TokenRejection`) for any token that is not a valid,
+    /// unexpired JWT from an accepted issuer for this audience with a UUID `tenant_id`;
+    /// `UpstreamUnavailable` only when no key could be obtained to check it.
+    async fn verify(&self, token: &str) -> Result<Principal, DomainError>;
+
+    /// The claims of a confirmation token, signature, issuer and expiry checked.
+    ///
+    /// # Errors
+    /// As for [`TokenVerifier::verify`].
+    async fn verify_confirmation(&self, token: &str) -> Result<ConfirmationClaims, DomainError>;
+}
+
+/// Remembers used confirmation-token ids until they expire, so each token works once.
+#[async_trait::async_trait]
+pub trait ConfirmationLedger: Send + Sync + 'static {
+    /// Records `jti` for `tenant`; `false` when it was already used.
+    ///
+    /// # Errors
+    /// `UpstreamUnavailable` when the store is down.
+    async fn claim(
+        &self,
+        tenant: &TenantId,
+        jti: &str,
+        expires_at: Timestamp,
+    ) -> Result<bool, DomainError>;
+}
