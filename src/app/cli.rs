@@ -62,12 +62,6 @@ pub async fn run(config: Config, command: Option<Command>) -> i32 {
 }
 
 async fn serve(config: Config) -> i32 {
-    if config.transport == Transport::Http {
-        eprintln!(
-            "cyberos-mcp-bridge: the HTTP transport is not part of this build yet; use --transport stdio"
-        );
-        return EXIT_USAGE;
-    }
     let app = match wiring::app(&config).await {
         Ok(app) => app,
         Err(e) => {
@@ -75,6 +69,12 @@ async fn serve(config: Config) -> i32 {
             return EXIT_USAGE;
         }
     };
+    if config.transport == Transport::Http {
+        eprintln!(
+            "cyberos-mcp-bridge: the HTTP transport is not part of this build yet; use --transport stdio"
+        );
+        return EXIT_USAGE;
+    }
     let shutdown = CancellationToken::new();
     tokio::spawn(cancel_on_signal(shutdown.clone()));
     tracing::info!(

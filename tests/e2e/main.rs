@@ -4,6 +4,7 @@ mod cli;
 mod cuo;
 mod cuo_runner;
 mod fakes;
+mod identity;
 mod in_process;
 mod memory;
 mod memory_server;
