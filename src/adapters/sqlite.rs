@@ -39,6 +39,22 @@ impl SqliteStore {
     /// # Errors
     /// When the file cannot be created, opened or migrated.
     pub async fn open(path: &Path) -> Result<SqliteStore, OpenStoreError> {
+        // Switching a new file to WAL, or recovering a WAL, can answer SQLITE_BUSY without
+        // consulting the busy handler while another process does the same; such opens are
+        // retried for a few seconds.
+        let mut attempt = 0;
+        loop {
+            match Self::try_open(path).await {
+                Err(OpenStoreError(e)) if is_busy(&e) && attempt < 50 => {
+                    attempt += 1;
+                    tokio::time::sleep(Duration::from_millis(20 + 10 * attempt)).await;
+                }
+                other => return other,
+            }
+        }
+    }
+
+    async fn try_open(path: &Path) -> Result<SqliteStore, OpenStoreError> {
         let options = SqliteConnectOptions::from_str("sqlite:")
             .map_err(OpenStoreError)?
             .filename(path)
@@ -57,6 +73,14 @@ impl SqliteStore {
         migrate(&pool).await.map_err(OpenStoreError)?;
         Ok(SqliteStore { pool })
     }
+}
+
+fn is_busy(e: &sqlx::Error) -> bool {
+    // SQLITE_BUSY (5) and SQLITE_LOCKED (6), with or without extended codes.
+    e.as_database_error()
+        .and_then(|d| d.code())
+        .and_then(|c| c.parse::<i32>().ok())
+        .is_some_and(|c| matches!(c & 0xff, 5 | 6))
 }
 
 /// Applies pending migrations under SQLite's write lock, so concurrent openers serialize

@@ -117,7 +117,8 @@ async fn spawn(program: &Path, folder: &Path) -> Result<Child, RpcError> {
                 tokio::time::sleep(Duration::from_millis(20)).await;
             }
             Err(e) => {
-                tracing::warn!(program = %program.display(), error = %e, "cannot start the entrypoint");
+                let program = program.display();
+                tracing::warn!(%program, error = %e, "cannot start the entrypoint");
                 return Err(RpcError::new(
                     ENTRYPOINT_FAILED,
                     format!("skill entrypoint could not be started: {}", e.kind()),
