@@ -9,6 +9,7 @@ mod in_process;
 mod memory;
 mod memory_server;
 mod schema;
+mod short_tools;
 mod stdio_binary;
 mod support;
 mod tidy;
