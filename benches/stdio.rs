@@ -73,6 +73,26 @@ fn main() {
         "bridge tools/call list_skills, 64 in flight",
         bridge.pipelined(&call, n * 2, 64),
     );
+    // Through the pooled CUO child (the bundled reference runner).
+    let route = json!({"method": "tools/call", "params": {"name": "cyberos.cuo.route",
+        "arguments": {"query": "Architect a new payment routing system for Southeast Asian markets"}}});
+    let personas = json!({"method": "tools/call", "params": {"name": "cyberos.cuo.list_personas", "arguments": {}}});
+    report(
+        "bridge cuo.route, sequential",
+        bridge.sequential(&route, n / 4),
+    );
+    report(
+        "bridge cuo.route, 16 in flight",
+        bridge.pipelined(&route, n / 2, 16),
+    );
+    report(
+        "bridge cuo.list_personas, sequential",
+        bridge.sequential(&personas, n / 4),
+    );
+    report(
+        "bridge cuo.list_personas, 16 in flight",
+        bridge.pipelined(&personas, n / 2, 16),
+    );
     let _ = std::fs::remove_dir_all(&data);
 }
 
