@@ -7,5 +7,6 @@ pub mod jwt;
 pub mod memory_http;
 pub mod skills_fs;
 pub mod sqlite;
+pub mod sqlite_tasks;
 pub mod system_clock;
 pub mod unavailable;

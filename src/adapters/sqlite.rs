@@ -17,15 +17,16 @@ use crate::domain::{CallCtx, DomainError, JsonText, Timestamp, TraceId, Upstream
 use crate::ports::{ConfirmationLedger, MemoryClient};
 
 /// Migrations in order; the index + 1 is the schema version.
-const MIGRATIONS: [&str; 2] = [
+const MIGRATIONS: [&str; 3] = [
     include_str!("../../migrations/sqlite/0001_audit.sql"),
     include_str!("../../migrations/sqlite/0002_confirmations.sql"),
+    include_str!("../../migrations/sqlite/0003_tasks.sql"),
 ];
 
 /// The embedded SQLite store.
 #[derive(Clone)]
 pub struct SqliteStore {
-    pool: SqlitePool,
+    pub(super) pool: SqlitePool,
 }
 
 /// The store could not be opened or migrated.

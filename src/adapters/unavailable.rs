@@ -4,11 +4,11 @@
 
 use crate::domain::cuo::{Persona, Route, Workflow, WorkflowOutcome};
 use crate::domain::memory::{AuditEntry, AuditPage, AuditQuery, AuditReceipt, NewAuditEntry};
-use crate::domain::task::{Task, TaskFailure, TaskStatus};
+use crate::domain::task::Task;
 use crate::domain::{CallCtx, DomainError, JsonText, TaskId, TenantId, Timestamp, Upstream};
 use crate::ports::{
-    ConfirmationLedger, CuoRunner, MemoryClient, NewTask, ProgressSink, SkillRun, TaskPage,
-    TaskStore, WorkflowRun,
+    ConfirmationLedger, CuoRunner, MemoryClient, NewTask, ProgressSink, SkillRun, SweepReport,
+    TaskOutcome, TaskPage, TaskStore, WorkflowRun,
 };
 
 /// An upstream that cannot be used, and why.
@@ -104,9 +104,7 @@ impl TaskStore for Unavailable {
         &self,
         _: &TenantId,
         _: TaskId,
-        _: TaskStatus,
-        _: Option<&JsonText>,
-        _: Option<&TaskFailure>,
+        _: &TaskOutcome,
         _: Timestamp,
     ) -> Result<Task, DomainError> {
         self.err()
@@ -118,6 +116,15 @@ impl TaskStore for Unavailable {
         _: &str,
         _: Timestamp,
     ) -> Result<(), DomainError> {
+        self.err()
+    }
+    async fn renew_leases(&self, _: &str, _: Timestamp) -> Result<(), DomainError> {
+        self.err()
+    }
+    async fn stopped_among(&self, _: &str, _: &[TaskId]) -> Result<Vec<TaskId>, DomainError> {
+        self.err()
+    }
+    async fn sweep(&self, _: Timestamp) -> Result<SweepReport, DomainError> {
         self.err()
     }
     async fn check(&self) -> Result<(), DomainError> {

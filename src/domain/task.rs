@@ -74,6 +74,38 @@ pub struct TaskFailure {
     pub hint: String,
 }
 
+/// Default run time limit of a task, in seconds.
+pub const DEFAULT_TIMEOUT_S: u64 = 600;
+/// Default retention of a task, in milliseconds (24 h).
+pub const DEFAULT_TTL_MS: i64 = 24 * 3600 * 1000;
+/// Longest retention granted, in milliseconds (7 days).
+pub const MAX_TTL_MS: i64 = 7 * 24 * 3600 * 1000;
+
+/// The retention granted for a requested `ttl` (ms): the default when absent, capped.
+pub fn granted_ttl_ms(requested: Option<i64>) -> i64 {
+    requested.unwrap_or(DEFAULT_TTL_MS).clamp(1000, MAX_TTL_MS)
+}
+
+/// The failure recorded when a run passes its deadline.
+pub fn timed_out(timeout_s: u64) -> TaskFailure {
+    TaskFailure {
+        class: ErrorClass::Internal,
+        message: "the task timed out".into(),
+        hint: format!(
+            "It ran longer than its timeout of {timeout_s} s; run it again with a longer timeout_s if the work needs it."
+        ),
+    }
+}
+
+/// The failure recorded when the instance running a task died.
+pub fn orphaned() -> TaskFailure {
+    TaskFailure {
+        class: ErrorClass::Internal,
+        message: "the bridge running the task stopped".into(),
+        hint: "The bridge restarted while the task ran; run it again.".into(),
+    }
+}
+
 /// A stored task as the tenant sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Task {
@@ -130,6 +162,14 @@ mod tests {
             }
         }
         assert!(Running.transition(Running).is_err());
+    }
+
+    #[test]
+    fn ttl_requests_are_defaulted_and_capped() {
+        assert_eq!(granted_ttl_ms(None), DEFAULT_TTL_MS);
+        assert_eq!(granted_ttl_ms(Some(60_000)), 60_000);
+        assert_eq!(granted_ttl_ms(Some(i64::MAX)), MAX_TTL_MS);
+        assert_eq!(granted_ttl_ms(Some(0)), 1000);
     }
 
     #[test]

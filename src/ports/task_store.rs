@@ -6,8 +6,23 @@ use crate::domain::{DomainError, JsonText, TaskId, TenantId, Timestamp};
 pub struct NewTask {
     /// The record, with status `Running`.
     pub task: Task,
-    /// The tool arguments, kept for audit and re-runs.
+    /// The tool arguments, kept with the task.
     pub input: JsonText,
+    /// The bridge instance that runs it.
+    pub owner: String,
+    /// Until when the owner's lease holds without a heartbeat.
+    pub lease_until: Timestamp,
+}
+
+/// How a task ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaskOutcome {
+    /// A terminal status.
+    pub status: TaskStatus,
+    /// The tool's `structuredContent`, when completed.
+    pub output: Option<JsonText>,
+    /// Why it failed, when failed.
+    pub failure: Option<TaskFailure>,
 }
 
 /// A page of tasks, newest first.
@@ -19,8 +34,18 @@ pub struct TaskPage {
     pub next_cursor: Option<String>,
 }
 
-/// Durable task storage, partitioned by tenant: every method takes the tenant, so a
-/// cross-tenant read cannot be written by accident.
+/// What one sweep did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SweepReport {
+    /// Running tasks whose owner's lease expired, now failed.
+    pub orphaned: u64,
+    /// Tasks past their retention, deleted.
+    pub expired: u64,
+}
+
+/// Durable task storage, partitioned by tenant: every per-task method takes the tenant,
+/// so a cross-tenant read cannot be written by accident. The owner and sweep methods are
+/// the documented non-tenant operations (CONTRACT §6), about the bridge's own instances.
 #[async_trait::async_trait]
 pub trait TaskStore: Send + Sync + 'static {
     /// Stores a new running task. Returns `false` when the id is already taken (the caller
@@ -37,7 +62,7 @@ pub trait TaskStore: Send + Sync + 'static {
     /// `tenant`, identical for another tenant's task; `UpstreamUnavailable` when down.
     async fn get(&self, tenant: &TenantId, id: TaskId) -> Result<Task, DomainError>;
 
-    /// A page of `tenant`'s tasks.
+    /// A page of `tenant`'s tasks, newest first.
     ///
     /// # Errors
     /// MUST return `InputValidation` for a cursor it did not issue; `UpstreamUnavailable`
@@ -49,8 +74,9 @@ pub trait TaskStore: Send + Sync + 'static {
         limit: u32,
     ) -> Result<TaskPage, DomainError>;
 
-    /// Moves a running task to a terminal status, only if it is still running. Returns the
-    /// task as stored afterwards (so a caller sees `cancelled` if it lost the race).
+    /// Moves a running task to the outcome's terminal status, only if it is still running
+    /// (a terminal status is never overwritten). Returns the task as stored afterwards, so
+    /// a caller that lost the race sees the winner's status.
     ///
     /// # Errors
     /// As for [`TaskStore::get`].
@@ -58,9 +84,7 @@ pub trait TaskStore: Send + Sync + 'static {
         &self,
         tenant: &TenantId,
         id: TaskId,
-        status: TaskStatus,
-        output: Option<&JsonText>,
-        failure: Option<&TaskFailure>,
+        outcome: &TaskOutcome,
         now: Timestamp,
     ) -> Result<Task, DomainError>;
 
@@ -75,6 +99,26 @@ pub trait TaskStore: Send + Sync + 'static {
         message: &str,
         now: Timestamp,
     ) -> Result<(), DomainError>;
+
+    /// Extends the lease of every task `owner` is running.
+    ///
+    /// # Errors
+    /// `UpstreamUnavailable` when down.
+    async fn renew_leases(&self, owner: &str, until: Timestamp) -> Result<(), DomainError>;
+
+    /// Which of `ids` (run by `owner`) are no longer running: cancelled elsewhere, or failed
+    /// by a sweep.
+    ///
+    /// # Errors
+    /// `UpstreamUnavailable` when down.
+    async fn stopped_among(&self, owner: &str, ids: &[TaskId]) -> Result<Vec<TaskId>, DomainError>;
+
+    /// Fails running tasks whose owner's lease expired ("bridge restarted") and deletes
+    /// tasks past their retention.
+    ///
+    /// # Errors
+    /// `UpstreamUnavailable` when down.
+    async fn sweep(&self, now: Timestamp) -> Result<SweepReport, DomainError>;
 
     /// Whether the store answers.
     ///
