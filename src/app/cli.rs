@@ -54,6 +54,7 @@ pub async fn run(config: Config, command: Option<Command>) -> i32 {
             }
         }
         Some(Command::Check) => check(&config).await,
+        Some(Command::Migrate) => migrate(&config).await,
         Some(Command::CuoRunner { catalog, pace_ms }) => {
             crate::runner::run(crate::runner::RunnerOptions { catalog, pace_ms }).await
         }
@@ -140,6 +141,23 @@ async fn cancel_on_signal(token: CancellationToken) {
     let _ = tokio::signal::ctrl_c().await;
     tracing::info!("shutting down");
     token.cancel();
+}
+
+async fn migrate(config: &Config) -> i32 {
+    let Some(url) = config.database_url.as_deref().filter(|u| u.starts_with("postgres")) else {
+        eprintln!("cyberos-mcp-bridge migrate: pass --database-url postgres://… (the embedded SQLite store migrates itself)");
+        return EXIT_USAGE;
+    };
+    match wiring::migrate_postgres(url).await {
+        Ok(()) => {
+            println!("migrations applied");
+            EXIT_OK
+        }
+        Err(e) => {
+            eprintln!("cyberos-mcp-bridge migrate: {e}");
+            EXIT_FAILED
+        }
+    }
 }
 
 async fn check(config: &Config) -> i32 {

@@ -42,6 +42,8 @@ pub enum Command {
         #[arg(long, value_name = "MS", default_value_t = 0)]
         pace_ms: u64,
     },
+    /// Apply the Postgres task-store migrations to --database-url (an owner/admin URL).
+    Migrate,
     /// Print a token signed with the dev key of --data-dir (created if missing).
     DevToken {
         /// Tenant UUID.

@@ -293,3 +293,11 @@ pub async fn app(config: &Config) -> Result<App, ConfigError> {
     let identity = identity(config)?;
     Ok(App::new(ports(config).await, settings, identity))
 }
+
+/// Applies the Postgres migrations (the `migrate` subcommand).
+///
+/// # Errors
+/// A user-safe description of what failed.
+pub async fn migrate_postgres(url: &str) -> Result<(), String> {
+    crate::adapters::postgres::migrate(url).await
+}

@@ -43,6 +43,12 @@ pub struct SweepReport {
     pub expired: u64,
 }
 
+/// Told when a task stops being `running` somewhere else (cancelled on another instance).
+pub trait StopSink: Send + Sync {
+    /// `id` is no longer running.
+    fn stopped(&self, id: TaskId);
+}
+
 /// Durable task storage, partitioned by tenant: every per-task method takes the tenant,
 /// so a cross-tenant read cannot be written by accident. The owner and sweep methods are
 /// the documented non-tenant operations (CONTRACT §6), about the bridge's own instances.
@@ -119,6 +125,13 @@ pub trait TaskStore: Send + Sync + 'static {
     /// # Errors
     /// `UpstreamUnavailable` when down.
     async fn sweep(&self, now: Timestamp) -> Result<SweepReport, DomainError>;
+
+    /// Pushes stops to `sink` as they happen, when the store can (Postgres LISTEN/NOTIFY).
+    /// Stores that cannot return at once; the runner polls [`TaskStore::stopped_among`]
+    /// every second either way.
+    async fn watch_stops(&self, sink: std::sync::Arc<dyn StopSink>) {
+        let _ = sink;
+    }
 
     /// Whether the store answers.
     ///
