@@ -82,14 +82,28 @@ async fn serve(config: Config) -> i32 {
         version = env!("CARGO_PKG_VERSION"),
         "serving MCP 2025-11-25 on stdio"
     );
+    app.start_background(shutdown.clone());
     let (input, output) = stdio_streams();
-    match stdio::serve(app, input, output, shutdown).await {
+    let code = match stdio::serve(app.clone(), input, output, shutdown.clone()).await {
         Ok(()) => EXIT_OK,
         Err(e) => {
             tracing::error!("reading stdin failed: {e}");
             EXIT_FAILED
         }
+    };
+    if shutdown.is_cancelled() {
+        // SIGTERM: a short grace, then running tasks are killed and failed.
+        app.runner()
+            .shutdown(std::time::Duration::from_secs(5))
+            .await;
+    } else {
+        // EOF: running tasks finish (bounded by their timeouts) so a reconnecting host
+        // finds their results.
+        tracing::info!("stdin closed; waiting for running tasks");
+        app.runner().drain().await;
+        shutdown.cancel();
     }
+    code
 }
 
 type Input = Box<dyn tokio::io::AsyncRead + Unpin + Send>;
@@ -144,8 +158,14 @@ async fn cancel_on_signal(token: CancellationToken) {
 }
 
 async fn migrate(config: &Config) -> i32 {
-    let Some(url) = config.database_url.as_deref().filter(|u| u.starts_with("postgres")) else {
-        eprintln!("cyberos-mcp-bridge migrate: pass --database-url postgres://… (the embedded SQLite store migrates itself)");
+    let Some(url) = config
+        .database_url
+        .as_deref()
+        .filter(|u| u.starts_with("postgres"))
+    else {
+        eprintln!(
+            "cyberos-mcp-bridge migrate: pass --database-url postgres://… (the embedded SQLite store migrates itself)"
+        );
         return EXIT_USAGE;
     };
     match wiring::migrate_postgres(url).await {
@@ -207,7 +227,10 @@ async fn call(config: &Config, tool: &str, args: Option<&str>) -> i32 {
         );
         return EXIT_USAGE;
     }
-    let app = match wiring::app(config).await {
+    // `call` waits for long tools and returns their final result.
+    let mut config = config.clone();
+    config.long_running = crate::app::LongRunning::Wait;
+    let app = match wiring::app(&config).await {
         Ok(app) => app,
         Err(e) => {
             eprintln!("cyberos-mcp-bridge call: {e}");

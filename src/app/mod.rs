@@ -9,6 +9,7 @@ pub mod rpc;
 pub mod server;
 pub mod session;
 pub mod stdio;
+pub mod task_runner;
 pub mod tasks;
 pub mod tools;
 pub mod trace;
@@ -68,16 +69,19 @@ struct Inner {
     settings: Settings,
     identity: Identity,
     registry: Registry,
+    runner: Arc<task_runner::TaskRunner>,
 }
 
 impl App {
     /// Builds the application; compiles every tool schema once.
     pub fn new(ports: Ports, settings: Settings, identity: Identity) -> App {
+        let runner = task_runner::TaskRunner::new(ports.clone());
         App(Arc::new(Inner {
             ports,
             settings,
             identity,
             registry: Registry::build(),
+            runner,
         }))
     }
 
@@ -89,6 +93,16 @@ impl App {
     /// The settings.
     pub fn settings(&self) -> &Settings {
         &self.0.settings
+    }
+
+    /// The task runner of this instance.
+    pub fn runner(&self) -> &Arc<task_runner::TaskRunner> {
+        &self.0.runner
+    }
+
+    /// Starts the background work of the task runner (leases, stop polling, sweeps).
+    pub fn start_background(&self, shutdown: tokio_util::sync::CancellationToken) {
+        tokio::spawn(Arc::clone(&self.0.runner).maintain(shutdown));
     }
 
     pub(crate) fn identity(&self) -> &Identity {

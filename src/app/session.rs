@@ -105,6 +105,11 @@ impl Session {
         }
     }
 
+    /// A handle for sending notifications from work that outlives this request.
+    pub fn outbound(&self) -> mpsc::Sender<String> {
+        self.outbound.clone()
+    }
+
     /// Queues a serialized notification to the client; dropped if the connection is gone.
     pub async fn notify(&self, frame: String) {
         let _ = self.outbound.send(frame).await;

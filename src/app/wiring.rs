@@ -15,7 +15,7 @@ use crate::app::config::{Config, ConfigError};
 use crate::app::identity::{Identity, LOCAL_TENANT, StdioToken};
 use crate::app::{App, Settings};
 use crate::domain::{Scope, Upstream};
-use crate::ports::{ConfirmationLedger, MemoryClient, Ports};
+use crate::ports::{ConfirmationLedger, MemoryClient, Ports, TaskStore};
 
 /// Builds the ports for `config`. An upstream that cannot be reached or opened is
 /// allowed: its tools answer `upstream_unavailable` and `check` reports it.
@@ -36,12 +36,16 @@ pub async fn ports(config: &Config) -> Ports {
             "The local store cannot be opened, so confirmation tokens cannot be checked; ask an operator to check --data-dir.",
         )),
     };
+    let tasks: Arc<dyn TaskStore> = match &store {
+        Ok(store) => Arc::new(store.clone()),
+        Err(_) => Arc::new(Unavailable::new(
+            Upstream::TaskStore,
+            "The task store cannot be opened; ask an operator to check --data-dir or --database-url.",
+        )),
+    };
     Ports {
         ledger,
-        tasks: Arc::new(Unavailable::new(
-            Upstream::TaskStore,
-            "Long-running tools need the task store, which this build of the bridge does not include yet.",
-        )),
+        tasks,
         cuo: Arc::new(cuo),
         memory: memory(config, store.ok()),
         skills: Arc::new(FsSkillIndex::new(config.skills_dirs.clone())),
@@ -89,13 +93,22 @@ fn memory(config: &Config, store: Option<SqliteStore>) -> Arc<dyn MemoryClient> 
     }
 }
 
+/// The embedded SQLite file: `--database-url sqlite:PATH`, else `<data-dir>/bridge.sqlite3`.
 async fn open_store(config: &Config) -> Result<SqliteStore, String> {
     let dir = &config.data_dir;
     create_private_dir(dir)
         .map_err(|e| format!("cannot create the data dir {}: {e}", dir.display()))?;
-    SqliteStore::open(&dir.join("bridge.sqlite3"))
+    let path = match config
+        .database_url
+        .as_deref()
+        .and_then(|u| u.strip_prefix("sqlite:"))
+    {
+        Some(p) => std::path::PathBuf::from(p.trim_start_matches("//")),
+        None => dir.join("bridge.sqlite3"),
+    };
+    SqliteStore::open(&path)
         .await
-        .map_err(|e| format!("{e} ({})", dir.display()))
+        .map_err(|e| format!("{e} ({})", path.display()))
 }
 
 /// Creates the data dir readable by its owner only (it will hold keys and tenant data).

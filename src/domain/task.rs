@@ -106,6 +106,37 @@ pub fn orphaned() -> TaskFailure {
     }
 }
 
+impl TaskFailure {
+    /// The error a plain call would have answered.
+    pub fn to_error(&self) -> crate::domain::DomainError {
+        use crate::domain::{DomainError, Upstream};
+        let (message, hint) = (self.message.clone(), self.hint.clone());
+        match self.class {
+            ErrorClass::InputValidation => DomainError::InputValidation {
+                message,
+                pointer: None,
+                hint,
+            },
+            ErrorClass::AuthzDenied => DomainError::AuthzDenied {
+                message,
+                hint,
+                missing_scopes: Vec::new(),
+            },
+            ErrorClass::UpstreamUnavailable => DomainError::UpstreamUnavailable {
+                upstream: Upstream::Cuo,
+                message,
+                hint,
+                source: None,
+            },
+            ErrorClass::Internal => DomainError::Internal {
+                message,
+                hint,
+                source: None,
+            },
+        }
+    }
+}
+
 /// A stored task as the tenant sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Task {

@@ -1,7 +1,9 @@
-//! Runs a skill's entrypoint program: directly (no shell), in the skill folder, in a
-//! process group of its own, with a scrubbed environment, the inputs as JSON on stdin,
-//! stdout captured up to a cap and stderr logged. The whole group is killed when the
-//! deadline passes, and anything it left running is killed when it exits.
+//! Runs a skill's entrypoint program: directly (no shell), in the skill folder, with a
+//! scrubbed environment, the inputs as JSON on stdin, stdout captured up to a cap and
+//! stderr logged. It stays in the runner's process group: the bridge runs each skill in a
+//! child of its own and kills that child's whole group when the run ends, is cancelled or
+//! times out, so the entrypoint and anything it started go with it. Past the deadline the
+//! runner kills the entrypoint itself and answers at once.
 
 use std::path::Path;
 use std::process::{ExitStatus, Stdio};
@@ -37,12 +39,6 @@ pub async fn run(
         return Err(RpcError::deadline());
     }
     let mut child = spawn(program, folder).await?;
-    let _group = GroupKiller(
-        child
-            .id()
-            .and_then(|id| i32::try_from(id).ok())
-            .filter(|&pgid| pgid > 1),
-    );
     let stdin = child.stdin.take();
     let stdout = child.stdout.take();
     let stderr = child.stderr.take();
@@ -68,9 +64,10 @@ pub async fn run(
         Err(_) => {
             tracing::warn!(skill, "entrypoint passed its deadline; killing it");
             let _ = child.start_kill();
-            // Reap it so no zombie is left, without hanging on it; `_group` then kills
-            // whatever it started.
+            // Reap it so no zombie is left, without hanging on it; what it started dies
+            // with the run's process group.
             let _ = tokio::time::timeout(Duration::from_secs(2), child.wait()).await;
+            kill_group_but_self();
             return Err(RpcError::deadline());
         }
     };
@@ -104,10 +101,7 @@ async fn spawn(program: &Path, folder: &Path) -> Result<Child, RpcError> {
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        // Its own process group, so one signal reaches everything it starts (a script's
-        // `sleep`, say), not just the script.
-        .process_group(0);
+        .kill_on_drop(true);
     let mut attempts = 0;
     loop {
         match command.spawn() {
@@ -128,15 +122,43 @@ async fn spawn(program: &Path, folder: &Path) -> Result<Child, RpcError> {
     }
 }
 
-/// Kills a process group with SIGKILL when dropped: on every way out of [`run`].
-struct GroupKiller(Option<i32>);
-
-impl Drop for GroupKiller {
-    fn drop(&mut self) {
-        if let Some(pgid) = self.0 {
-            use nix::sys::signal::{Signal, killpg};
-            // ESRCH (nothing left in the group) is the normal case.
-            let _ = killpg(nix::unistd::Pid::from_raw(pgid), Signal::SIGKILL);
+/// Kills every other process of this process group: what a killed entrypoint left running
+/// in the background. (The bridge gives each skill run a child, and so a group, of its
+/// own, so nothing else lives here.)
+fn kill_group_but_self() {
+    use nix::sys::signal::{Signal, kill};
+    use nix::unistd::{Pid, getpgrp, getpid};
+    let (group, me) = (getpgrp().as_raw(), getpid().as_raw());
+    // Only a group we lead is ours to clean: started by anything else (a test harness, a
+    // shell), the group holds our parent and its siblings.
+    if group != me {
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        if pid == me {
+            continue;
+        }
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        // Fields after the command name: state, ppid, pgrp, ...
+        let pgrp = stat
+            .rsplit(')')
+            .next()
+            .and_then(|rest| rest.split_whitespace().nth(2))
+            .and_then(|p| p.parse::<i32>().ok());
+        if pgrp == Some(group) {
+            let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
         }
     }
 }

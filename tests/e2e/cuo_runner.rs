@@ -26,8 +26,11 @@ impl Runner {
         Runner::spawn_with_env(args, &[])
     }
 
+    /// Starts the runner the way the bridge does: leading a process group of its own.
     fn spawn_with_env(args: &[&str], env: &[(&str, &str)]) -> Runner {
+        use std::os::unix::process::CommandExt;
         let mut child = Command::new(env!("CARGO_BIN_EXE_cyberos-mcp-bridge"))
+            .process_group(0)
             .arg("cuo-runner")
             .args(args)
             .envs(env.iter().copied())

@@ -5,7 +5,7 @@ use serde_json::{Value, json};
 
 use crate::app::App;
 use crate::app::tools::{json_value, structured};
-use crate::domain::{CallCtx, DomainError, Upstream};
+use crate::domain::{CallCtx, DomainError};
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -18,17 +18,6 @@ pub(super) struct ListWorkflowsArgs {
 pub(super) struct RouteArgs {
     query: String,
     limit: Option<u8>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-#[allow(dead_code)] // Read by the task runner (#5).
-pub(super) struct ExecuteWorkflowArgs {
-    persona: String,
-    workflow: String,
-    #[serde(default)]
-    inputs: serde_json::Map<String, Value>,
-    timeout_s: Option<u32>,
 }
 
 pub(super) async fn list_personas(app: &App, ctx: &CallCtx) -> Result<Value, DomainError> {
@@ -77,13 +66,4 @@ pub(super) async fn route(app: &App, ctx: &CallCtx, args: RouteArgs) -> Result<V
         "persona": route.persona, "workflow": route.workflow,
         "confidence": route.confidence, "alternates": route.alternates
     })))
-}
-
-pub(super) async fn execute_workflow(
-    _app: &App,
-    _ctx: &CallCtx,
-    _args: ExecuteWorkflowArgs,
-) -> Result<Value, DomainError> {
-    Err(DomainError::unavailable(Upstream::TaskStore, None)
-        .with_hint("Long-running tools need the task runner, which this build of the bridge does not include yet."))
 }

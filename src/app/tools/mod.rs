@@ -7,6 +7,7 @@
 
 pub mod confirmation;
 mod cuo;
+pub(crate) mod long;
 mod memory;
 mod skill;
 
@@ -165,8 +166,7 @@ pub(crate) struct CallParams {
     pub meta: Map<String, Value>,
     /// The seed's top-level `"mcp/sampling/elicit_confirm"` flag.
     pub seed_confirm: bool,
-    /// `params.task`, when the client asked for a task (read by the task runner, #5).
-    #[allow(dead_code)]
+    /// `params.task`, when the client asked for a task.
     pub task: Option<Map<String, Value>>,
 }
 
@@ -309,11 +309,13 @@ impl App {
             Tool::ListPersonas => cuo::list_personas(self, &ctx).await,
             Tool::ListWorkflows => cuo::list_workflows(self, &ctx, decode(args)?).await,
             Tool::Route => cuo::route(self, &ctx, decode(args)?).await,
-            Tool::ExecuteWorkflow => cuo::execute_workflow(self, &ctx, decode(args)?).await,
+            Tool::ExecuteWorkflow => {
+                long::execute_workflow(self, session, &ctx, call, decode(args)?).await
+            }
             Tool::AppendAudit => memory::append_audit(self, &ctx, decode(args)?).await,
             Tool::ReadAudit => memory::read_audit(self, &ctx, decode(args)?).await,
             Tool::ListSkills => skill::list_skills(self, decode(args)?).await,
-            Tool::InvokeSkill => skill::invoke_skill(self, &ctx, decode(args)?).await,
+            Tool::InvokeSkill => long::invoke_skill(self, session, &ctx, call, decode(args)?).await,
         }
     }
 }

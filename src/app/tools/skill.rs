@@ -5,23 +5,13 @@ use serde_json::{Value, json};
 
 use crate::app::App;
 use crate::app::tools::{json_value, structured};
-use crate::domain::{CallCtx, DomainError, Upstream};
+use crate::domain::DomainError;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct ListSkillsArgs {
     query: Option<String>,
     limit: Option<usize>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-#[allow(dead_code)] // Read by the task runner (#5).
-pub(super) struct InvokeSkillArgs {
-    skill: String,
-    #[serde(default)]
-    inputs: serde_json::Map<String, Value>,
-    timeout_s: Option<u32>,
 }
 
 pub(super) async fn list_skills(app: &App, args: ListSkillsArgs) -> Result<Value, DomainError> {
@@ -42,13 +32,4 @@ pub(super) async fn list_skills(app: &App, args: ListSkillsArgs) -> Result<Value
         })
         .collect::<Result<Vec<_>, DomainError>>()?;
     Ok(structured(json!({ "skills": skills })))
-}
-
-pub(super) async fn invoke_skill(
-    _app: &App,
-    _ctx: &CallCtx,
-    _args: InvokeSkillArgs,
-) -> Result<Value, DomainError> {
-    Err(DomainError::unavailable(Upstream::TaskStore, None)
-        .with_hint("Long-running tools need the task runner, which this build of the bridge does not include yet."))
 }
