@@ -32,7 +32,7 @@ pub struct Bridge {
     frames: mpsc::Receiver<String>,
     sent: HashMap<String, (String, bool)>,
     next_id: i64,
-    _data_dir: tempfile::TempDir,
+    _data_dir: Option<tempfile::TempDir>,
 }
 
 impl Bridge {
@@ -50,11 +50,41 @@ impl Bridge {
         Bridge::spawn_in(tempfile::tempdir().unwrap(), extra, env)
     }
 
+    /// As [`Bridge::spawn_with_env`], in a data dir shared with other bridges (the caller
+    /// keeps it alive).
+    pub fn spawn_at(data_dir: &Path, extra: &[&str], env: &[(&str, &str)]) -> Bridge {
+        let (child, stdin, frames) = Bridge::launch(data_dir, extra, env);
+        Bridge {
+            child,
+            stdin,
+            frames,
+            sent: HashMap::new(),
+            next_id: 1,
+            _data_dir: None,
+        }
+    }
+
     /// As [`Bridge::spawn_with_env`], in a given data dir.
     pub fn spawn_in(data_dir: tempfile::TempDir, extra: &[&str], env: &[(&str, &str)]) -> Bridge {
+        let (child, stdin, frames) = Bridge::launch(data_dir.path(), extra, env);
+        Bridge {
+            child,
+            stdin,
+            frames,
+            sent: HashMap::new(),
+            next_id: 1,
+            _data_dir: Some(data_dir),
+        }
+    }
+
+    fn launch(
+        data_dir: &Path,
+        extra: &[&str],
+        env: &[(&str, &str)],
+    ) -> (Child, Option<ChildStdin>, mpsc::Receiver<String>) {
         let mut cmd = Command::new(binary());
         cmd.arg("--data-dir")
-            .arg(data_dir.path())
+            .arg(data_dir)
             .arg("--skills-dir")
             .arg(fixtures().join("skills"))
             .args(extra)
@@ -76,14 +106,18 @@ impl Bridge {
                 }
             }
         });
-        Bridge {
-            child,
-            stdin,
-            frames,
-            sent: HashMap::new(),
-            next_id: 1,
-            _data_dir: data_dir,
-        }
+        (child, stdin, frames)
+    }
+
+    /// The process id of the bridge.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Kills the bridge without warning (a crash).
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 
     /// Starts the binary and completes the handshake.
@@ -116,7 +150,15 @@ impl Bridge {
             message.get("method").and_then(Value::as_str),
         ) {
             let task = message["params"].get("task").is_some();
-            self.sent.insert(id.to_string(), (method.to_owned(), task));
+            // The seed's `{id}` door answers the seed's shape, a plain `Result` (CONTRACT §3).
+            let seed =
+                message["params"].get("id").is_some() && message["params"].get("taskId").is_none();
+            let method = if seed {
+                format!("{method}#seed")
+            } else {
+                method.to_owned()
+            };
+            self.sent.insert(id.to_string(), (method, task));
         }
         self.send_raw(message.to_string().as_bytes());
     }
