@@ -11,6 +11,14 @@ use crate::app::session::{LOG_LEVELS, Session};
 use crate::app::{App, tasks, trace};
 use crate::domain::{DomainError, ErrorClass, TraceId};
 
+/// A serialized response and what HTTP needs to pick its status.
+pub struct Answer {
+    /// The response frame.
+    pub frame: String,
+    /// Scopes the token lacked, when the request failed for that reason.
+    pub missing_scopes: Vec<String>,
+}
+
 /// The only protocol revision the bridge speaks.
 pub const PROTOCOL_VERSION: &str = "2025-11-25";
 /// Earlier revisions a client may ask for; we answer with ours and the client decides.
@@ -47,13 +55,47 @@ impl App {
 
     /// Handles one request and builds its response frame.
     pub async fn handle_request(&self, session: &Session, req: Request) -> String {
+        self.answer(session, req).await.frame
+    }
+
+    /// Handles one request; also says which scopes were missing, for HTTP's 403.
+    pub async fn answer(&self, session: &Session, req: Request) -> Answer {
         let trace = trace::new_trace_id();
         match self.dispatch(session, &req, trace).await {
-            Ok(result) => rpc::success(&req.id, &result),
+            Ok(result) => Answer {
+                frame: rpc::success(&req.id, &result),
+                missing_scopes: Vec::new(),
+            },
             Err(err) => {
                 tracing::debug!(method = %req.method, code = err.code, trace_id = %trace, "request failed");
-                rpc::failure(Some(&req.id), &err)
+                let missing_scopes = err
+                    .data
+                    .get("missing_scopes")
+                    .and_then(Value::as_array)
+                    .map(|a| {
+                        a.iter()
+                            .filter_map(Value::as_str)
+                            .map(str::to_owned)
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                Answer {
+                    frame: rpc::failure(Some(&req.id), &err),
+                    missing_scopes,
+                }
             }
+        }
+    }
+
+    /// The principal of a request: verified by the transport (HTTP), or from the stdio
+    /// token source.
+    pub(crate) async fn principal(
+        &self,
+        session: &Session,
+    ) -> Result<crate::domain::Principal, DomainError> {
+        match session.principal() {
+            Some(p) => Ok(p.clone()),
+            None => self.identity().stdio_principal().await,
         }
     }
 
@@ -94,7 +136,7 @@ impl App {
                 .await
                 .map(Reply::Json),
             "tasks/get" | "tasks/result" | "tasks/list" | "tasks/cancel" => {
-                tasks::handle(self, method, &req.params, trace)
+                tasks::handle(self, session, method, &req.params, trace)
                     .await
                     .map(Reply::Json)
             }

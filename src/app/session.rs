@@ -36,6 +36,8 @@ pub struct Session {
     /// Our requests to the client (elicitation) awaiting its response.
     awaiting: Mutex<HashMap<RequestId, oneshot::Sender<Result<Value, Value>>>>,
     next_request: AtomicU64,
+    /// The principal the transport already verified (HTTP); stdio reads its token source.
+    principal: Option<crate::domain::Principal>,
 }
 
 impl Session {
@@ -49,7 +51,28 @@ impl Session {
             outbound,
             awaiting: Mutex::new(HashMap::new()),
             next_request: AtomicU64::new(1),
+            principal: None,
         }
+    }
+
+    /// A session for one stateless HTTP request: its principal verified by the transport,
+    /// already initialized unless the request is `initialize` itself.
+    pub fn stateless(
+        outbound: mpsc::Sender<String>,
+        principal: crate::domain::Principal,
+        initialize: bool,
+    ) -> Session {
+        let mut s = Session::new(outbound);
+        s.principal = Some(principal);
+        if !initialize {
+            s.mark_initialized(false);
+        }
+        s
+    }
+
+    /// The transport-verified principal, if any.
+    pub fn principal(&self) -> Option<&crate::domain::Principal> {
+        self.principal.as_ref()
     }
 
     /// Whether `initialize` succeeded.

@@ -17,12 +17,13 @@ use crate::ports::TaskOutcome;
 
 pub(crate) async fn handle(
     app: &App,
+    session: &crate::app::session::Session,
     method: &str,
     params: &Value,
     trace: TraceId,
 ) -> Result<Value, RpcError> {
     let fail = |e: DomainError| app.domain_failure(&e, trace);
-    let principal = app.identity().stdio_principal().await.map_err(fail)?;
+    let principal = app.principal(session).await.map_err(fail)?;
     if method == "tasks/list" {
         return list(app, &principal, params, trace).await;
     }

@@ -234,8 +234,7 @@ impl App {
             )
         })?;
         let principal = self
-            .identity()
-            .stdio_principal()
+            .principal(session)
             .await
             .map_err(|e| self.domain_failure(&e, trace))?;
         let Some(tool) = Tool::from_name(&call.name) else {
