@@ -36,7 +36,12 @@ impl Bridge {
             .unwrap();
         let stdin = BufWriter::new(child.stdin.take().unwrap());
         let stdout = BufReader::new(child.stdout.take().unwrap());
-        let mut b = Bridge { child, stdin, stdout, next: 1 };
+        let mut b = Bridge {
+            child,
+            stdin,
+            stdout,
+            next: 1,
+        };
         b.call("initialize", json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}));
         b
     }
@@ -44,7 +49,11 @@ impl Bridge {
     fn send(&mut self, method: &str, params: Value) -> u64 {
         let id = self.next;
         self.next += 1;
-        serde_json::to_writer(&mut self.stdin, &json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})).unwrap();
+        serde_json::to_writer(
+            &mut self.stdin,
+            &json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}),
+        )
+        .unwrap();
         self.stdin.write_all(b"\n").unwrap();
         id
     }
@@ -67,8 +76,14 @@ impl Bridge {
     }
 
     fn peak_rss_kib(&self) -> u64 {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap_or_default();
-        status.lines().find(|l| l.starts_with("VmHWM:")).and_then(|l| l.split_whitespace().nth(1)).and_then(|v| v.parse().ok()).unwrap_or(0)
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
+            .unwrap_or_default();
+        status
+            .lines()
+            .find(|l| l.starts_with("VmHWM:"))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0)
     }
 }
 
@@ -89,19 +104,32 @@ fn pct(sorted: &[Duration], p: f64) -> f64 {
 }
 
 fn run(label: &str, store: &[String], handles: usize, concurrent: usize) {
-    let dir = std::env::temp_dir().join(format!("cyberos-bench-tasks-{}-{label}", std::process::id()));
+    let dir = std::env::temp_dir().join(format!(
+        "cyberos-bench-tasks-{}-{label}",
+        std::process::id()
+    ));
     let mut b = Bridge::start(&dir, store);
     // Warm the CUO catalogue check.
-    b.call("tools/call", json!({"name": "cyberos.cuo.list_personas", "arguments": {}}));
+    b.call(
+        "tools/call",
+        json!({"name": "cyberos.cuo.list_personas", "arguments": {}}),
+    );
     let mut lat = Vec::with_capacity(handles);
     for _ in 0..handles {
         let t = Instant::now();
         let resp = b.call("tools/call", workflow());
-        assert!(resp["result"]["structuredContent"]["task_id"].is_string(), "{resp}");
+        assert!(
+            resp["result"]["structuredContent"]["task_id"].is_string(),
+            "{resp}"
+        );
         lat.push(t.elapsed());
     }
     lat.sort_unstable();
-    println!("{label:<8} tools/call → task handle: p50 {:.2} ms, p99 {:.2} ms ({handles} calls)", pct(&lat, 0.5), pct(&lat, 0.99));
+    println!(
+        "{label:<8} tools/call → task handle: p50 {:.2} ms, p99 {:.2} ms ({handles} calls)",
+        pct(&lat, 0.5),
+        pct(&lat, 0.99)
+    );
 
     let t = Instant::now();
     for _ in 0..concurrent {
@@ -152,6 +180,11 @@ fn main() {
     let (handles, concurrent) = if quick { (50, 40) } else { (300, 200) };
     run("sqlite", &[], handles, concurrent);
     if let Ok(url) = std::env::var("BENCH_DATABASE_URL") {
-        run("postgres", &["--database-url".into(), url], handles, concurrent);
+        run(
+            "postgres",
+            &["--database-url".into(), url],
+            handles,
+            concurrent,
+        );
     }
 }

@@ -1,9 +1,221 @@
-//! `TaskStore` and `ConfirmationLedger` on Postgres (being written).
+//! `TaskStore` and `ConfirmationLedger` on Postgres (`plugin_host` schema, CONTRACT §6).
+//!
+//! Every transaction starts with `SET LOCAL ROLE plugin_host_app` and, for tenant
+//! operations, `set_config('auth.tenant_id', <tenant>, true)` before its queries: row-level
+//! security then holds even when the bridge logs in as a superuser or the table owner,
+//! and a pooled connection never carries a role or a tenant past its transaction. The
+//! tenant is in every `WHERE` as well. The non-tenant operations (leases, stop polling,
+//! the sweep) call `SECURITY DEFINER` functions created by [`migrate`].
 
-/// Applies the migrations in `migrations/postgres` to `url`.
-///
-/// # Errors
-/// A user-safe description of what failed.
-pub async fn migrate(_url: &str) -> Result<(), String> {
-    Err("not yet available".into())
+mod migrate;
+mod tasks;
+
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use sqlx::postgres::{PgConnectOptions, PgListener, PgPool, PgPoolOptions, Postgres};
+use tokio_util::sync::CancellationToken;
+
+use crate::domain::{DomainError, TaskId, TenantId, Timestamp, Upstream};
+use crate::ports::{ConfirmationLedger, StopSink};
+
+pub use migrate::migrate;
+
+/// The channel the `tasks_notify_stopped` trigger notifies, payload = task id.
+const STOP_CHANNEL: &str = "plugin_host_task_stopped";
+/// How long a caller waits for a pooled connection before the store counts as down.
+const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(5);
+/// Upper bound of one operation (acquire, statements, commit), so a database that
+/// stopped answering cannot hang a request.
+const OP_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The task store and confirmation ledger on Postgres.
+#[derive(Clone)]
+pub struct PgStore {
+    pool: PgPool,
+    options: PgConnectOptions,
+    /// Cancelled when the last clone is dropped: ends the stop listener.
+    watch: Arc<DropCancel>,
+}
+
+struct DropCancel(CancellationToken);
+
+impl Drop for DropCancel {
+    fn drop(&mut self) {
+        self.0.cancel();
+    }
+}
+
+impl PgStore {
+    /// A store for `url`. Connects lazily: a database that is down does not delay
+    /// startup; task operations answer `upstream_unavailable` until it is back.
+    ///
+    /// # Errors
+    /// A user-safe description when the URL is malformed (the URL is not repeated, it
+    /// may hold a password).
+    pub async fn connect(url: &str) -> Result<PgStore, String> {
+        let options = PgConnectOptions::from_str(url)
+            .map_err(|_| "the Postgres URL (--database-url) is malformed".to_owned())?
+            .application_name("cyberos-mcp-bridge");
+        let pool = PgPoolOptions::new()
+            .max_connections(8)
+            .acquire_timeout(ACQUIRE_TIMEOUT)
+            .idle_timeout(Duration::from_secs(300))
+            .connect_lazy_with(options.clone());
+        Ok(PgStore {
+            pool,
+            options,
+            watch: Arc::new(DropCancel(CancellationToken::new())),
+        })
+    }
+
+    /// Begins a transaction working as `plugin_host_app` for `tenant`. Without a tenant
+    /// the transaction sees no rows; it serves the `SECURITY DEFINER` functions only.
+    async fn begin(
+        &self,
+        tenant: Option<&TenantId>,
+    ) -> Result<sqlx::Transaction<'static, Postgres>, sqlx::Error> {
+        let mut tx = self.pool.begin().await?;
+        sqlx::raw_sql("SET LOCAL ROLE plugin_host_app")
+            .execute(&mut *tx)
+            .await?;
+        if let Some(tenant) = tenant {
+            sqlx::query("SELECT set_config('auth.tenant_id', $1, true)")
+                .bind(tenant.to_string())
+                .execute(&mut *tx)
+                .await?;
+        }
+        Ok(tx)
+    }
+
+    /// Starts the background listener behind [`crate::ports::TaskStore::watch_stops`].
+    fn spawn_stop_listener(&self, sink: Arc<dyn StopSink>) {
+        let options = self.options.clone();
+        let stop = self.watch.0.child_token();
+        tokio::spawn(listen_for_stops(options, sink, stop));
+    }
+}
+
+/// Store failures: `upstream_unavailable`, the cause kept for the log only.
+fn down(e: sqlx::Error) -> DomainError {
+    DomainError::unavailable(Upstream::TaskStore, Some(e.into()))
+}
+
+/// Runs one store operation with [`OP_TIMEOUT`].
+async fn timed<T>(op: impl Future<Output = Result<T, DomainError>>) -> Result<T, DomainError> {
+    tokio::time::timeout(OP_TIMEOUT, op)
+        .await
+        .unwrap_or_else(|_| {
+            Err(DomainError::unavailable(
+                Upstream::TaskStore,
+                Some("the task store did not answer in time".into()),
+            ))
+        })
+}
+
+/// SQL for a timestamp parameter given in Unix milliseconds (exact to the millisecond:
+/// the value is rounded to microseconds).
+macro_rules! ts {
+    ($n:literal) => {
+        concat!("to_timestamp($", $n, "::float8 / 1000)")
+    };
+}
+use ts;
+
+/// Listens for `plugin_host_task_stopped` on its own connection and tells `sink`,
+/// reconnecting with backoff until `stop`. Notifications sent while disconnected are
+/// lost; the runner's polling of `stopped_among` covers them.
+async fn listen_for_stops(
+    options: PgConnectOptions,
+    sink: Arc<dyn StopSink>,
+    stop: CancellationToken,
+) {
+    // A pool of one only to let PgListener reconnect by itself.
+    let pool = PgPoolOptions::new()
+        .max_connections(1)
+        .acquire_timeout(ACQUIRE_TIMEOUT)
+        .max_lifetime(None)
+        .idle_timeout(None)
+        .connect_lazy_with(options);
+    let mut backoff = Duration::from_secs(1);
+    loop {
+        let mut listening = false;
+        let run = async {
+            let mut listener = PgListener::connect_with(&pool).await?;
+            listener.listen(STOP_CHANNEL).await?;
+            listening = true;
+            tracing::debug!("listening for task stops");
+            loop {
+                match listener.try_recv().await? {
+                    Some(n) => match TaskId::parse(n.payload()) {
+                        Some(id) => sink.stopped(id),
+                        None => tracing::debug!("ignoring a malformed task stop notification"),
+                    },
+                    None => tracing::debug!(
+                        "task stop listener reconnected; stops in between are found by polling"
+                    ),
+                }
+            }
+        };
+        let result: Result<(), sqlx::Error> = tokio::select! {
+            () = stop.cancelled() => return,
+            r = run => r,
+        };
+        if listening {
+            backoff = Duration::from_secs(1);
+        }
+        if let Err(e) = result {
+            tracing::warn!(
+                error = %e,
+                retry_in_s = backoff.as_secs(),
+                "task stop listener failed; stops are found by polling meanwhile"
+            );
+        }
+        tokio::select! {
+            () = stop.cancelled() => return,
+            () = tokio::time::sleep(backoff) => {}
+        }
+        backoff = (backoff * 2).min(Duration::from_secs(30));
+    }
+}
+
+#[async_trait::async_trait]
+impl ConfirmationLedger for PgStore {
+    async fn claim(
+        &self,
+        tenant: &TenantId,
+        jti: &str,
+        expires_at: Timestamp,
+    ) -> Result<bool, DomainError> {
+        timed(async {
+            let now = chrono::Utc::now().timestamp_millis();
+            let mut tx = self.begin(Some(tenant)).await.map_err(down)?;
+            // Expired ids can no longer be replayed (their tokens fail verification), so
+            // they go; the sweep removes other tenants' too.
+            sqlx::query(concat!(
+                "DELETE FROM plugin_host.used_confirmations WHERE tenant_id = $1::uuid AND expires_at < ",
+                ts!(2)
+            ))
+            .bind(tenant.to_string())
+            .bind(now)
+            .execute(&mut *tx)
+            .await
+            .map_err(down)?;
+            let inserted = sqlx::query(concat!(
+                "INSERT INTO plugin_host.used_confirmations (tenant_id, jti, expires_at) VALUES ($1::uuid, $2, ",
+                ts!(3),
+                ") ON CONFLICT DO NOTHING"
+            ))
+            .bind(tenant.to_string())
+            .bind(jti)
+            .bind(expires_at.unix_millis())
+            .execute(&mut *tx)
+            .await
+            .map_err(down)?;
+            tx.commit().await.map_err(down)?;
+            Ok(inserted.rows_affected() == 1)
+        })
+        .await
+    }
 }

@@ -23,7 +23,7 @@ pub fn task_not_found() -> DomainError {
         .with_hint("Check the task id; tasks are kept for their ttl, then deleted.")
 }
 
-fn bad_cursor() -> DomainError {
+pub(super) fn bad_cursor() -> DomainError {
     DomainError::invalid("invalid cursor")
         .with_hint("Pass nextCursor from the previous page unchanged.")
 }
@@ -54,7 +54,7 @@ pub(super) fn failure_of(text: &str) -> Option<TaskFailure> {
     })
 }
 
-fn corrupt(what: &str) -> DomainError {
+pub(super) fn corrupt(what: &str) -> DomainError {
     DomainError::internal(
         "a stored task is malformed",
         Some(format!("bad {what}").into()),
@@ -211,7 +211,7 @@ impl TaskStore for SqliteStore {
         message: &str,
         now: Timestamp,
     ) -> Result<(), DomainError> {
-        sqlx::query(
+        let updated = sqlx::query(
             "UPDATE tasks SET status_message = ?, updated_at = ? WHERE tenant_id = ? AND task_id = ? AND status = 'running'",
         )
         .bind(message)
@@ -221,6 +221,10 @@ impl TaskStore for SqliteStore {
         .execute(&self.pool)
         .await
         .map_err(down)?;
+        if updated.rows_affected() == 0 {
+            // Missing or foreign: "task not found"; merely finished: nothing to record.
+            self.get(tenant, id).await?;
+        }
         Ok(())
     }
 

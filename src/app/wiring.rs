@@ -7,6 +7,7 @@ use crate::adapters::cuo_process::{CuoSettings, ProcessCuoRunner};
 use crate::adapters::dev_key::{DEV_ISSUER, DevKey};
 use crate::adapters::jwt::{Issuer, JwtVerifier, VerifyingKey};
 use crate::adapters::memory_http::HttpMemoryClient;
+use crate::adapters::postgres::PgStore;
 use crate::adapters::skills_fs::FsSkillIndex;
 use crate::adapters::sqlite::SqliteStore;
 use crate::adapters::system_clock::SystemClock;
@@ -36,12 +37,29 @@ pub async fn ports(config: &Config) -> Ports {
             "The local store cannot be opened, so confirmation tokens cannot be checked; ask an operator to check --data-dir.",
         )),
     };
-    let tasks: Arc<dyn TaskStore> = match &store {
-        Ok(store) => Arc::new(store.clone()),
-        Err(_) => Arc::new(Unavailable::new(
-            Upstream::TaskStore,
-            "The task store cannot be opened; ask an operator to check --data-dir or --database-url.",
-        )),
+    let (tasks, ledger): (Arc<dyn TaskStore>, Arc<dyn ConfirmationLedger>) = match (
+        &config.database_url,
+        &store,
+    ) {
+        (Some(url), _) if url.starts_with("postgres") => match PgStore::connect(url).await {
+            Ok(pg) => (Arc::new(pg.clone()), Arc::new(pg)),
+            Err(why) => {
+                tracing::error!("cannot use the Postgres task store: {why}");
+                let down = Unavailable::new(
+                    Upstream::TaskStore,
+                    "The task store is unreachable; ask an operator to check --database-url.",
+                );
+                (Arc::new(down.clone()), Arc::new(down))
+            }
+        },
+        (_, Ok(store)) => (Arc::new(store.clone()), ledger),
+        (_, Err(_)) => (
+            Arc::new(Unavailable::new(
+                Upstream::TaskStore,
+                "The task store cannot be opened; ask an operator to check --data-dir or --database-url.",
+            )),
+            ledger,
+        ),
     };
     Ports {
         ledger,

@@ -13,5 +13,6 @@ mod schema;
 mod short_tools;
 mod stdio_binary;
 mod support;
+mod task_store;
 mod tasks;
 mod tidy;

@@ -109,11 +109,6 @@ impl Bridge {
         (child, stdin, frames)
     }
 
-    /// The process id of the bridge.
-    pub fn pid(&self) -> u32 {
-        self.child.id()
-    }
-
     /// Kills the bridge without warning (a crash).
     pub fn kill(&mut self) {
         let _ = self.child.kill();
