@@ -207,6 +207,9 @@ impl TaskRunner {
             }
         };
         self.store_outcome(&task, &outcome).await;
+        if task.tool == crate::domain::Tool::ExecuteWorkflow {
+            self.audit_invocation(&ctx, &task, &outcome).await;
+        }
     }
 
     async fn report(&self, task: &Task, p: &Progress, target: Option<&ProgressTarget>) {
@@ -235,6 +238,44 @@ impl TaskRunner {
                 "notifications/progress",
                 params,
             ));
+        }
+    }
+
+    /// Appends the seed's `plugin.invoked` row for a finished workflow. The task's outcome
+    /// never depends on it: a down memory service is retried with the same idempotency key
+    /// (so nothing is written twice), then logged.
+    async fn audit_invocation(&self, ctx: &CallCtx, task: &Task, outcome: &TaskOutcome) {
+        let now = self.ports.clock.now();
+        let result = match &outcome.failure {
+            None => "success",
+            Some(f) => f.class.as_str(),
+        };
+        let body = json!({
+            "plugin_id": "cyberos",
+            "plugin_version": env!("CARGO_PKG_VERSION"),
+            "tool_name": task.tool.name(),
+            "trace_id": task.trace_id.to_string(),
+            "duration_ms": now.millis_since(task.created_at),
+            "outcome": result,
+            "task_id": task.id.to_string()
+        });
+        let entry = crate::domain::memory::NewAuditEntry {
+            kind: "plugin.invoked".into(),
+            subject: Some(task.id.to_string()),
+            body: JsonText::from_serialized(body.to_string()),
+        };
+        let key = format!("plugin.invoked:{}", task.id);
+        for attempt in 0..3u64 {
+            match self.ports.memory.append(ctx, &entry, &key).await {
+                Ok(_) => return,
+                Err(e) if attempt < 2 => {
+                    tracing::debug!(task_id = %task.id, "plugin.invoked audit row failed, retrying: {e}");
+                    tokio::time::sleep(Duration::from_millis(500 * (attempt + 1))).await;
+                }
+                Err(e) => {
+                    tracing::warn!(task_id = %task.id, "plugin.invoked audit row not recorded: {e}")
+                }
+            }
         }
     }
 

@@ -415,3 +415,44 @@ fn unknown_workflows_and_skills_are_refused_before_a_task_exists() {
     assert_eq!(listed["result"]["tasks"], json!([]));
     let _ = (init_params, fixtures, LOCAL);
 }
+
+#[test]
+fn a_finished_workflow_appends_a_plugin_invoked_audit_row() {
+    let mut b = Bridge::initialized(&[]);
+    let id = start(&mut b, ADR());
+    wait_status(&mut b, &id, "completed", Duration::from_secs(20));
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let row = loop {
+        let page = b.call(
+            "cyberos.memory.read_audit",
+            json!({"kind": "plugin.invoked"}),
+        );
+        let entries = page["result"]["structuredContent"]["entries"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        if let Some(row) = entries.into_iter().find(|e| e["subject"] == id.as_str()) {
+            break row;
+        }
+        assert!(Instant::now() < deadline, "no plugin.invoked row for {id}");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let body = &row["body"];
+    assert_eq!(body["plugin_id"], "cyberos");
+    assert_eq!(body["tool_name"], "cyberos.cuo.execute_workflow");
+    assert_eq!(body["outcome"], "success");
+    assert_eq!(
+        body["trace_id"], row["trace_id"],
+        "the row carries the call's trace"
+    );
+    assert!(body["duration_ms"].is_u64() && body["plugin_version"].is_string());
+}
+
+#[test]
+fn a_down_memory_service_does_not_change_a_tasks_outcome() {
+    let refused = crate::memory_server::refused_url();
+    let mut b = Bridge::initialized(&["--memory-url", &refused]);
+    let id = start(&mut b, ADR());
+    let done = wait_status(&mut b, &id, "completed", Duration::from_secs(20));
+    assert_eq!(done["output"]["steps_executed"], 3);
+}
