@@ -4,7 +4,6 @@
 
 use serde_json::json;
 use sqlx::Row;
-use sqlx::sqlite::SqliteRow;
 
 use crate::adapters::sqlite::SqliteStore;
 use crate::domain::task::{Task, TaskFailure, TaskStatus, orphaned};
@@ -61,7 +60,14 @@ pub(super) fn corrupt(what: &str) -> DomainError {
     )
 }
 
-fn task_of(row: &SqliteRow) -> Result<Task, DomainError> {
+/// A task from a row of either store (the SQL differs; the columns read the same).
+pub(super) fn task_of<R>(row: &R) -> Result<Task, DomainError>
+where
+    R: Row,
+    for<'c> &'c str: sqlx::ColumnIndex<R>,
+    for<'r> String: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+    for<'r> i64: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+{
     let get_s = |c: &str| row.try_get::<String, _>(c).map_err(down);
     let get_i = |c: &str| row.try_get::<i64, _>(c).map_err(down);
     let output: Option<String> = row.try_get("output").map_err(down)?;

@@ -4,16 +4,13 @@
 use std::sync::Arc;
 
 use sqlx::Row;
-use sqlx::postgres::PgRow;
 
 use crate::adapters::postgres::{PgStore, down, timed, ts};
 use crate::adapters::sqlite_tasks::{
-    bad_cursor, corrupt, decode_cursor, encode_cursor, failure_json, failure_of, task_not_found,
+    bad_cursor, decode_cursor, encode_cursor, failure_json, task_not_found, task_of,
 };
 use crate::domain::task::{Task, TaskFailure, TaskStatus};
-use crate::domain::{
-    DomainError, ErrorClass, JsonText, TaskId, TenantId, Timestamp, Tool, TraceId,
-};
+use crate::domain::{DomainError, ErrorClass, JsonText, TaskId, TenantId, Timestamp};
 use crate::ports::{NewTask, StopSink, SweepReport, TaskOutcome, TaskPage, TaskStore};
 
 macro_rules! columns {
@@ -25,27 +22,6 @@ macro_rules! columns {
          (extract(epoch FROM timeout_at) * 1000)::int8 AS timeout_at, \
          (extract(epoch FROM expires_at) * 1000)::int8 AS expires_at"
     };
-}
-
-fn task_of(row: &PgRow) -> Result<Task, DomainError> {
-    let get_s = |c: &str| row.try_get::<String, _>(c).map_err(down);
-    let get_i = |c: &str| row.try_get::<i64, _>(c).map_err(down);
-    let output: Option<String> = row.try_get("output").map_err(down)?;
-    let error: Option<String> = row.try_get("error").map_err(down)?;
-    Ok(Task {
-        id: TaskId::parse(&get_s("task_id")?).ok_or_else(|| corrupt("task_id"))?,
-        tenant: TenantId::parse(&get_s("tenant_id")?).map_err(|_| corrupt("tenant_id"))?,
-        tool: Tool::from_name(&get_s("tool_name")?).ok_or_else(|| corrupt("tool_name"))?,
-        status: TaskStatus::parse(&get_s("status")?).ok_or_else(|| corrupt("status"))?,
-        output: output.map(JsonText::from_serialized),
-        failure: error.as_deref().and_then(failure_of),
-        status_message: row.try_get("status_message").map_err(down)?,
-        trace_id: TraceId::parse(&get_s("trace_id")?).ok_or_else(|| corrupt("trace_id"))?,
-        created_at: Timestamp::from_unix_millis(get_i("created_at")?),
-        updated_at: Timestamp::from_unix_millis(get_i("updated_at")?),
-        timeout_at: Timestamp::from_unix_millis(get_i("timeout_at")?),
-        expires_at: Timestamp::from_unix_millis(get_i("expires_at")?),
-    })
 }
 
 /// `jsonb` cannot hold `\u0000` (SQLSTATE 22P05); other stores can.
