@@ -585,20 +585,8 @@ impl JwksServer {
                 }
             }),
         );
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .unwrap();
-            rt.block_on(async move {
-                let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-                tx.send(listener.local_addr().unwrap()).unwrap();
-                axum::serve(listener, app).await.unwrap();
-            });
-        });
         JwksServer {
-            url: format!("http://{}/jwks", rx.recv().unwrap()),
+            url: format!("http://{}/jwks", crate::support::serve_http(app)),
             keys,
         }
     }

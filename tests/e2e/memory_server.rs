@@ -47,19 +47,7 @@ impl MemoryServer {
             .route("/v1/tenants/{tenant}/audit", get(list).post(append))
             .route("/v1/tenants/{tenant}/audit/{id}", get(one))
             .with_state(Arc::clone(&state));
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .unwrap();
-            rt.block_on(async move {
-                let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-                tx.send(listener.local_addr().unwrap()).unwrap();
-                axum::serve(listener, app).await.unwrap();
-            });
-        });
-        let addr = rx.recv().unwrap();
+        let addr = crate::support::serve_http(app);
         MemoryServer {
             url: format!("http://{addr}"),
             state,
