@@ -1,6 +1,7 @@
 //! The integration suite: one crate, scenarios in modules.
 
 mod cli;
+mod contracts;
 mod cuo;
 mod cuo_runner;
 mod fakes;

@@ -456,3 +456,28 @@ fn a_down_memory_service_does_not_change_a_tasks_outcome() {
     let done = wait_status(&mut b, &id, "completed", Duration::from_secs(20));
     assert_eq!(done["output"]["steps_executed"], 3);
 }
+
+#[test]
+fn a_down_task_store_fails_task_operations_while_short_tools_keep_working() {
+    let refused =
+        crate::memory_server::refused_url().replace("http://", "postgres://postgres@") + "/nowhere";
+    let mut b = Bridge::initialized(&["--database-url", &refused]);
+    let resp = b.call("cyberos.cuo.execute_workflow", ADR());
+    assert_envelope(&resp, -32050, "upstream_unavailable");
+    assert!(
+        !resp.to_string().contains("nowhere"),
+        "no connection details in messages"
+    );
+    let listed = b.request("tasks/list", json!({}));
+    assert_envelope(&listed, -32050, "upstream_unavailable");
+    let skills = b.call("cyberos.skill.list_skills", json!({}));
+    assert!(
+        skills["result"]["structuredContent"]["skills"].is_array(),
+        "{skills}"
+    );
+    let route = b.call(
+        "cyberos.cuo.route",
+        json!({"query": "quarterly budget forecast"}),
+    );
+    assert!(route["result"].is_object(), "{route}");
+}

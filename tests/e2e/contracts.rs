@@ -1,0 +1,141 @@
+//! The same port contracts run against the test fakes and the real adapters, so a fake
+//! cannot drift from what the product does: the CUO runner (the real child-process
+//! adapter over the bundled runner) and the skill index (the real folder scanner).
+
+use std::sync::Arc;
+
+use cyberos_mcp_bridge::adapters::cuo_process::{CuoSettings, ProcessCuoRunner};
+use cyberos_mcp_bridge::adapters::skills_fs::FsSkillIndex;
+use cyberos_mcp_bridge::domain::{CallCtx, DomainError, ErrorClass, TenantId, TraceId};
+use cyberos_mcp_bridge::ports::{CuoRunner, SkillIndex};
+
+use crate::fakes::{Behaviour, ScriptedCuo, StaticSkills};
+use crate::support::{binary, fixtures};
+
+fn ctx() -> CallCtx {
+    CallCtx {
+        tenant: TenantId::parse("00000000-0000-4000-8000-000000000001").unwrap(),
+        actor: "contract".into(),
+        trace_id: TraceId::from_bytes([5; 16]),
+        span_id: [6; 8],
+    }
+}
+
+fn class<T: std::fmt::Debug>(r: Result<T, DomainError>) -> ErrorClass {
+    r.expect_err("an error").class()
+}
+
+/// What every `CuoRunner` must do for the short calls.
+async fn cuo_contract(cuo: &dyn CuoRunner) {
+    let ctx = ctx();
+    let personas = cuo.list_personas(&ctx).await.unwrap();
+    let cto = personas
+        .iter()
+        .find(|p| p.id == "chief-technology-officer")
+        .expect("the CTO persona");
+    assert!(
+        !cto.title.is_empty()
+            && !cto.short_name.is_empty()
+            && cto.workflows.contains(&"architect-new-system".into())
+    );
+    let workflows = cuo
+        .list_workflows(&ctx, Some("chief-technology-officer"))
+        .await
+        .unwrap();
+    assert!(
+        workflows
+            .iter()
+            .all(|w| w.persona == "chief-technology-officer")
+    );
+    let schema: serde_json::Value =
+        serde_json::from_str(workflows[0].input_schema.as_str()).unwrap();
+    assert_eq!(schema["type"], "object");
+    assert_eq!(
+        class(cuo.list_workflows(&ctx, Some("no-such-persona")).await),
+        ErrorClass::InputValidation
+    );
+    let route = cuo
+        .route(
+            &ctx,
+            "Architect a new payment routing system for Southeast Asian markets",
+            3,
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        (route.persona.as_str(), route.workflow.as_str()),
+        ("chief-technology-officer", "architect-new-system")
+    );
+    assert!((0.0..=1.0).contains(&route.confidence));
+    assert!(route.alternates.len() <= 2);
+    cuo.check().await.unwrap();
+}
+
+#[tokio::test]
+async fn the_scripted_cuo_satisfies_the_cuo_contract() {
+    cuo_contract(&ScriptedCuo).await;
+}
+
+#[tokio::test]
+async fn the_process_adapter_over_the_bundled_runner_satisfies_the_cuo_contract() {
+    let cuo = ProcessCuoRunner::new(CuoSettings {
+        command: vec![binary().to_owned(), "cuo-runner".into()],
+        pass_env: Vec::new(),
+        call_timeout: std::time::Duration::from_secs(10),
+    });
+    cuo_contract(&cuo).await;
+}
+
+/// What every `SkillIndex` must do.
+async fn skills_contract(skills: &dyn SkillIndex, expected: &[&str]) {
+    let all = skills.list(None, 50).await.unwrap();
+    let names: Vec<&str> = all.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, expected, "sorted by name");
+    assert_eq!(skills.list(None, 1).await.unwrap().len(), 1, "limit holds");
+    let first = skills
+        .get(expected[0])
+        .await
+        .unwrap()
+        .expect("get finds a listed skill");
+    assert_eq!(first.name, expected[0]);
+    let word = first
+        .description
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_uppercase();
+    assert!(
+        skills
+            .list(Some(&word), 50)
+            .await
+            .unwrap()
+            .iter()
+            .any(|s| s.name == first.name),
+        "queries ignore case"
+    );
+    assert!(
+        skills
+            .list(Some("zzz-no-such-word"), 50)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(skills.get("no-such-skill").await.unwrap(), None);
+    skills.check().await.unwrap();
+}
+
+#[tokio::test]
+async fn the_static_skills_satisfy_the_skill_index_contract() {
+    skills_contract(&StaticSkills::new(Behaviour::Answer), &["alpha", "beta"]).await;
+}
+
+#[tokio::test]
+async fn the_folder_scanner_satisfies_the_skill_index_contract() {
+    let index = FsSkillIndex::new(vec![fixtures().join("skills")]);
+    skills_contract(&index, &["quarterly-report", "release-notes"]).await;
+    let missing = Arc::new(FsSkillIndex::new(vec![fixtures().join("no-such-dir")]));
+    assert_eq!(
+        class(missing.list(None, 5).await),
+        ErrorClass::UpstreamUnavailable
+    );
+}
