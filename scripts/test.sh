@@ -110,6 +110,18 @@ else
 fi
 rm -rf "$data"
 
+# --- Third-party client over Streamable HTTP --------------------------------------
+log "official Python MCP SDK over HTTP against the built binary"
+data=$(mktemp -d)
+if "$venv/bin/python" tests/python/sdk_http_client.py "$root/target/debug/cyberos-mcp-bridge" \
+    "$root/tests/fixtures/skills" "$data" 2>"$data/stderr.log"; then
+  passed=$((passed + 1))
+else
+  cat "$data/stderr.log" >&2
+  failed=$((failed + 1))
+fi
+rm -rf "$data"
+
 echo
 echo "${passed} passed, ${failed} failed"
 [ "$status" -eq 0 ] && [ "$failed" -eq 0 ]

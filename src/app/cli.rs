@@ -71,10 +71,39 @@ async fn serve(config: Config) -> i32 {
         }
     };
     if config.transport == Transport::Http {
-        eprintln!(
-            "cyberos-mcp-bridge: the HTTP transport is not part of this build yet; use --transport stdio"
-        );
-        return EXIT_USAGE;
+        // Streamable HTTP until SIGTERM: stop accepting, drain in-flight requests
+        // (bounded), then give running tasks the same short grace as stdio does.
+        if config.identity.dev {
+            match wiring::dev_bearer_token(&config) {
+                Ok(token) => eprintln!(
+                    "cyberos-mcp-bridge: --dev bearer token (local tenant {}, every scope, 30 days):\n{token}",
+                    crate::app::identity::LOCAL_TENANT
+                ),
+                Err(e) => {
+                    eprintln!("cyberos-mcp-bridge: {e}");
+                    return EXIT_USAGE;
+                }
+            }
+        }
+        let shutdown = CancellationToken::new();
+        tokio::spawn(cancel_on_signal(shutdown.clone()));
+        app.start_background(shutdown.clone());
+        let code = match crate::app::http::serve(app.clone(), &config, shutdown.clone()).await {
+            Ok(()) => EXIT_OK,
+            Err(e @ crate::app::http::ServeError::Config(_)) => {
+                eprintln!("cyberos-mcp-bridge: {e}");
+                EXIT_USAGE
+            }
+            Err(e) => {
+                eprintln!("cyberos-mcp-bridge: {e}");
+                EXIT_FAILED
+            }
+        };
+        shutdown.cancel();
+        app.runner()
+            .shutdown(std::time::Duration::from_secs(5))
+            .await;
+        return code;
     }
     let shutdown = CancellationToken::new();
     tokio::spawn(cancel_on_signal(shutdown.clone()));

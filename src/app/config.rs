@@ -216,6 +216,12 @@ pub struct Config {
     pub transport: Transport,
     /// HTTP listen address.
     pub listen: SocketAddr,
+    /// `--public-url`: the canonical resource URI (default `http://<bound address>/mcp`).
+    pub public_url: Option<String>,
+    /// `--cors-origin` patterns (exact origins or `https://*.example.com`).
+    pub cors_origins: Vec<String>,
+    /// `--authorization-server` for the RFC 9728 document (default: the issuer).
+    pub authorization_server: Option<String>,
     /// Data directory.
     pub data_dir: PathBuf,
     /// Task store URL, if not the default SQLite file.
@@ -371,6 +377,9 @@ impl Options {
         Ok(Config {
             transport: self.transport.unwrap_or(Transport::Stdio),
             listen,
+            public_url: self.public_url,
+            cors_origins: self.cors_origin,
+            authorization_server: self.authorization_server,
             data_dir: match self.data_dir {
                 Some(d) => d,
                 None => default_data_dir()?,

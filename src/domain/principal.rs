@@ -119,7 +119,7 @@ impl TokenRejection {
         match self {
             TokenRejection::Missing => DomainError::denied(
                 "authentication required",
-                "Present a token: set --token-file or CYBEROS_TOKEN for stdio, send Authorization: Bearer over HTTP,                  or start the bridge with --dev for local use.",
+                "Present a token: set --token-file or CYBEROS_TOKEN for stdio, send Authorization: Bearer over HTTP, or start the bridge with --dev for local use.",
             ),
             TokenRejection::Expired => DomainError::denied(
                 "token expired",

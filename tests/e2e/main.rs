@@ -5,6 +5,7 @@ mod contracts;
 mod cuo;
 mod cuo_runner;
 mod fakes;
+mod http;
 mod identity;
 mod in_process;
 mod memory;

@@ -1,0 +1,144 @@
+#!/usr/bin/env bash
+# HTTP load test of the release binary (`--dev --transport http` on 127.0.0.1) with wrk,
+# read against a floor measured in the same run: examples/http_floor.rs, an axum server
+# that only parses each JSON-RPC body and answers a fixed result.
+#
+# Scenarios (each: a short warm-up, then DURATION with CONNECTIONS keep-alive
+# connections): the floor; authenticated `tools/list`; authenticated `tools/call
+# cyberos.skill.list_skills` on the fixture skills. Every bridge request verifies its
+# bearer token (stateless). The per-tenant tools/call rate limit is switched off
+# (CYBEROS_HTTP_CALL_RATE=off) so the scenario measures the call path, not 429s; logging
+# stays at the default (info: one line per tool call, to a file).
+#
+# Reports requests/s, p50/p99 latency, server CPU per request (utime+stime from
+# /proc/PID/stat before/after) and the ratio of each to the floor.
+#
+# usage: bench/http.sh            env: DURATION=10s CONNECTIONS=32 THREADS=<nproc/2>
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+
+duration=${DURATION:-10s}
+connections=${CONNECTIONS:-32}
+threads=${THREADS:-$(( $(nproc) / 2 > 0 ? $(nproc) / 2 : 1 ))}
+tenant=00000000-0000-4000-8000-000000000001
+
+if ! command -v wrk >/dev/null 2>&1; then
+  echo "== installing wrk (apt-get)" >&2
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "wrk is not installed and this is not root: install wrk first" >&2
+    exit 1
+  fi
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null
+fi
+
+echo "== building release binaries" >&2
+cargo build --release --quiet --bin cyberos-mcp-bridge --example http_floor
+bridge="$root/target/release/cyberos-mcp-bridge"
+floor="$root/target/release/examples/http_floor"
+
+tmp=$(mktemp -d)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+# Waits for `listening on ADDR` in a log file; prints ADDR.
+wait_addr() {
+  local log=$1
+  for _ in $(seq 1 100); do
+    if grep -q 'listening on ' "$log" 2>/dev/null; then
+      grep -o 'listening on [^ ]*' "$log" | head -1 | awk '{print $3}'
+      return 0
+    fi
+    sleep 0.1
+  done
+  cat "$log" >&2
+  return 1
+}
+
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+hz=$(getconf CLK_TCK)
+
+cat >"$tmp/post.lua" <<'LUA'
+wrk.method = "POST"
+wrk.body = os.getenv("BENCH_BODY")
+wrk.headers["Content-Type"] = "application/json"
+wrk.headers["Accept"] = "application/json, text/event-stream"
+local token = os.getenv("BENCH_TOKEN")
+if token and token ~= "" then
+  wrk.headers["Authorization"] = "Bearer " .. token
+end
+
+function done(summary, latency, requests)
+  local e = summary.errors
+  io.write(string.format("RESULT %d %d %d %d %d %d\n",
+    summary.requests, summary.duration,
+    e.connect + e.read + e.write + e.timeout, e.status,
+    latency:percentile(50), latency:percentile(99)))
+end
+LUA
+
+"$floor" 127.0.0.1:0 2>"$tmp/floor.log" &
+floor_pid=$!
+pids+=("$floor_pid")
+floor_addr=$(wait_addr "$tmp/floor.log")
+
+CYBEROS_HTTP_CALL_RATE=off CYBEROS_LOG_FORMAT=text RUST_LOG=info "$bridge" --dev --transport http --listen 127.0.0.1:0 \
+  --data-dir "$tmp/data" --skills-dir "$root/tests/fixtures/skills" 2>"$tmp/bridge.log" &
+bridge_pid=$!
+pids+=("$bridge_pid")
+bridge_addr=$(wait_addr "$tmp/bridge.log")
+token=$("$bridge" --data-dir "$tmp/data" dev-token --tenant "$tenant")
+
+list='{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}'
+call='{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"cyberos.skill.list_skills","arguments":{}}}'
+
+# Sanity: each scenario answers 200 with a result before it is measured.
+check() {
+  local addr=$1 token=$2 body=$3
+  local out
+  out=$(curl -sS -X POST "http://$addr/mcp" -H 'content-type: application/json' \
+    -H "authorization: Bearer $token" -d "$body")
+  case "$out" in *'"result"'*) ;; *) echo "not a result from $addr: $out" >&2; exit 1 ;; esac
+}
+check "$floor_addr" "" "$list"
+check "$bridge_addr" "$token" "$list"
+check "$bridge_addr" "$token" "$call"
+
+# run NAME PID ADDR TOKEN BODY → "name rps p50_us p99_us cpu_us_per_req errors"
+run() {
+  local name=$1 pid=$2 addr=$3 tok=$4 body=$5
+  BENCH_BODY=$body BENCH_TOKEN=$tok wrk -t "$threads" -c "$connections" -d 2s \
+    -s "$tmp/post.lua" "http://$addr/mcp" >/dev/null
+  local before after out
+  before=$(cpu_ticks "$pid")
+  out=$(BENCH_BODY=$body BENCH_TOKEN=$tok wrk -t "$threads" -c "$connections" -d "$duration" \
+    -s "$tmp/post.lua" "http://$addr/mcp")
+  after=$(cpu_ticks "$pid")
+  echo "$out" | awk -v name="$name" -v ticks=$((after - before)) -v hz="$hz" '
+    /^RESULT/ {
+      req = $2; secs = $3 / 1e6
+      printf "%s %.0f %d %d %.1f %d\n", name, req / secs, $6, $7, ticks / hz * 1e6 / req, $4 + $5
+    }'
+}
+
+echo "== wrk -t $threads -c $connections -d $duration (plus 2 s warm-up each) on $(nproc) CPUs" >&2
+results=$(
+  run floor "$floor_pid" "$floor_addr" "" "$list"
+  run tools/list "$bridge_pid" "$bridge_addr" "$token" "$list"
+  run tools/call:list_skills "$bridge_pid" "$bridge_addr" "$token" "$call"
+)
+
+echo "$results" | awk '
+  BEGIN {
+    printf "%-24s %10s %9s %9s %12s %8s %10s %10s\n", "scenario", "req/s", "p50 µs", "p99 µs", "CPU µs/req", "errors", "÷floor rps", "×floor CPU"
+  }
+  NR == 1 { frps = $2; fcpu = $5 }
+  {
+    printf "%-24s %10d %9d %9d %12.1f %8d %10.2f %10.2f\n", $1, $2, $3, $4, $5, $6, frps / $2, $5 / fcpu
+  }'

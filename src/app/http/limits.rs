@@ -1,0 +1,225 @@
+//! Load limits of the HTTP transport: how many requests run at once (more are shed with
+//! 503), how fast one tenant may call tools (a token bucket; more get 429), and how long
+//! a plain request may take.
+//!
+//! The defaults suit one bridge per host. Three environment variables tune them for
+//! operators and tests (they are transport tuning, not part of the CLI contract):
+//! `CYBEROS_HTTP_MAX_INFLIGHT` (default 1024), `CYBEROS_HTTP_CALL_RATE` (`RATE/BURST`
+//! tools/call per second per tenant, default `50/100`, or `off`), and
+//! `CYBEROS_HTTP_REQUEST_TIMEOUT_MS` (default 60000).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use tokio::sync::Semaphore;
+
+use crate::app::config::ConfigError;
+use crate::domain::TenantId;
+
+/// The limits of one listener.
+#[derive(Debug, Clone)]
+pub struct Limits {
+    /// Requests in flight across all clients (SSE streams included).
+    pub max_inflight: usize,
+    /// Per-tenant `tools/call` rate, `None` for unlimited.
+    pub call_rate: Option<Rate>,
+    /// Deadline of a plain request (not of SSE streams or waits for a task).
+    pub request_timeout: Duration,
+}
+
+/// A token-bucket rate: `per_second` refill, `burst` capacity.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Rate {
+    /// Tokens added per second.
+    pub per_second: f64,
+    /// Bucket size.
+    pub burst: f64,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            max_inflight: 1024,
+            call_rate: Some(Rate {
+                per_second: 50.0,
+                burst: 100.0,
+            }),
+            request_timeout: Duration::from_secs(60),
+        }
+    }
+}
+
+impl Limits {
+    /// The defaults, adjusted by the `CYBEROS_HTTP_*` variables.
+    ///
+    /// # Errors
+    /// A variable that is set but malformed.
+    pub fn from_env() -> Result<Limits, ConfigError> {
+        let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+        let mut limits = Limits::default();
+        if let Some(v) = var("CYBEROS_HTTP_MAX_INFLIGHT") {
+            limits.max_inflight = v
+                .trim()
+                .parse()
+                .ok()
+                .filter(|n| (1..=1_000_000).contains(n))
+                .ok_or_else(|| {
+                    ConfigError(format!(
+                        "CYBEROS_HTTP_MAX_INFLIGHT={v:?}: use a number from 1"
+                    ))
+                })?;
+        }
+        if let Some(v) = var("CYBEROS_HTTP_CALL_RATE") {
+            limits.call_rate = parse_rate(v.trim()).ok_or_else(|| {
+                ConfigError(format!(
+                    "CYBEROS_HTTP_CALL_RATE={v:?}: use RATE/BURST per second, e.g. 50/100, or off"
+                ))
+            })?;
+        }
+        if let Some(v) = var("CYBEROS_HTTP_REQUEST_TIMEOUT_MS") {
+            let ms: u64 = v.trim().parse().ok().filter(|ms| *ms > 0).ok_or_else(|| {
+                ConfigError(format!(
+                    "CYBEROS_HTTP_REQUEST_TIMEOUT_MS={v:?}: use milliseconds"
+                ))
+            })?;
+            limits.request_timeout = Duration::from_millis(ms);
+        }
+        Ok(limits)
+    }
+}
+
+/// `off`, or `RATE/BURST` with both positive.
+fn parse_rate(s: &str) -> Option<Option<Rate>> {
+    if s.eq_ignore_ascii_case("off") {
+        return Some(None);
+    }
+    let (rate, burst) = s.split_once('/')?;
+    let per_second: f64 = rate.trim().parse().ok()?;
+    let burst: f64 = burst.trim().parse().ok()?;
+    (per_second > 0.0 && burst >= 1.0 && per_second.is_finite() && burst.is_finite())
+        .then_some(Some(Rate { per_second, burst }))
+}
+
+/// Shared counters: the in-flight semaphore and the tenants' buckets.
+pub struct Gauges {
+    /// Permits for requests in flight.
+    pub inflight: Arc<Semaphore>,
+    calls: Option<Buckets>,
+}
+
+impl Gauges {
+    /// Counters for `limits`.
+    pub fn new(limits: &Limits) -> Gauges {
+        Gauges {
+            inflight: Arc::new(Semaphore::new(limits.max_inflight)),
+            calls: limits.call_rate.map(Buckets::new),
+        }
+    }
+
+    /// Takes one `tools/call` from the tenant's bucket, or says how long until one is
+    /// available.
+    pub fn take_call(&self, tenant: &TenantId) -> Result<(), Duration> {
+        match &self.calls {
+            Some(b) => b.take(tenant, Instant::now()),
+            None => Ok(()),
+        }
+    }
+}
+
+/// One token bucket per tenant. Buckets that have refilled completely are forgotten when
+/// the map grows, so it stays bounded by the tenants active in the last few seconds.
+struct Buckets {
+    rate: Rate,
+    map: Mutex<HashMap<TenantId, Bucket>>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Bucket {
+    tokens: f64,
+    at: Instant,
+}
+
+const PRUNE_AT: usize = 4096;
+
+impl Buckets {
+    fn new(rate: Rate) -> Buckets {
+        Buckets {
+            rate,
+            map: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn take(&self, tenant: &TenantId, now: Instant) -> Result<(), Duration> {
+        let Rate { per_second, burst } = self.rate;
+        let refill = |b: &Bucket| {
+            (b.tokens + now.saturating_duration_since(b.at).as_secs_f64() * per_second).min(burst)
+        };
+        // Never held across an await; a poisoned map is still a valid map.
+        let mut map = self.map.lock().unwrap_or_else(|e| e.into_inner());
+        if map.len() >= PRUNE_AT {
+            map.retain(|_, b| refill(b) < burst);
+        }
+        let bucket = map.entry(*tenant).or_insert(Bucket {
+            tokens: burst,
+            at: now,
+        });
+        let tokens = refill(bucket);
+        if tokens >= 1.0 {
+            *bucket = Bucket {
+                tokens: tokens - 1.0,
+                at: now,
+            };
+            Ok(())
+        } else {
+            *bucket = Bucket { tokens, at: now };
+            Err(Duration::from_secs_f64((1.0 - tokens) / per_second))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tenant(n: u8) -> TenantId {
+        TenantId::parse(&format!("00000000-0000-4000-8000-0000000000{n:02x}")).unwrap()
+    }
+
+    #[test]
+    fn a_tenant_gets_its_burst_then_the_refill_rate() {
+        let b = Buckets::new(Rate {
+            per_second: 10.0,
+            burst: 3.0,
+        });
+        let t0 = Instant::now();
+        for _ in 0..3 {
+            assert!(b.take(&tenant(1), t0).is_ok());
+        }
+        let wait = b.take(&tenant(1), t0).unwrap_err();
+        assert!(
+            wait > Duration::from_millis(90) && wait <= Duration::from_millis(100),
+            "{wait:?}"
+        );
+        // Another tenant is not affected.
+        assert!(b.take(&tenant(2), t0).is_ok());
+        // 100 ms later one token is back.
+        assert!(b.take(&tenant(1), t0 + Duration::from_millis(101)).is_ok());
+        assert!(b.take(&tenant(1), t0 + Duration::from_millis(101)).is_err());
+    }
+
+    #[test]
+    fn rates_parse_or_are_refused() {
+        assert_eq!(
+            parse_rate("50/100"),
+            Some(Some(Rate {
+                per_second: 50.0,
+                burst: 100.0
+            }))
+        );
+        assert_eq!(parse_rate("OFF"), Some(None));
+        for bad in ["", "50", "0/10", "5/0", "x/1", "inf/2"] {
+            assert_eq!(parse_rate(bad), None, "{bad}");
+        }
+    }
+}

@@ -1,0 +1,121 @@
+"""Third-party oracle: the official Python MCP SDK (1.x) drives the bridge over Streamable HTTP.
+
+usage: python sdk_http_client.py BRIDGE_BINARY SKILLS_DIR DATA_DIR
+Starts the bridge itself (--dev --transport http --listen 127.0.0.1:0), reads the bound
+address from its stderr, gets a token with `dev-token`, and exits non-zero (with an
+assertion message) when the bridge misbehaves.
+"""
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+import warnings
+
+from mcp import ClientSession, types
+from mcp.client.streamable_http import streamablehttp_client
+
+# The bridge speaks 2025-11-25, where tasks are part of the spec; the SDK's deprecation
+# notice about their future removal is not a failure.
+warnings.filterwarnings("ignore", category=DeprecationWarning, module=__name__)
+
+LOCAL_TENANT = "00000000-0000-4000-8000-000000000001"
+
+
+def start_bridge(binary: str, skills: str, data: str) -> tuple[subprocess.Popen, str, list[str]]:
+    proc = subprocess.Popen(
+        [binary, "--dev", "--transport", "http", "--listen", "127.0.0.1:0",
+         "--data-dir", data, "--skills-dir", skills,
+         # Paced workflow steps, so a task is still running when the client asks for it.
+         "--cuo-command", f"{binary} cuo-runner --pace-ms 300"],
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "RUST_LOG": "info", "CYBEROS_LOG_FORMAT": "text"},
+    )
+    log: list[str] = []
+    found = threading.Event()
+    addr: list[str] = []
+
+    def drain() -> None:
+        for line in proc.stderr:
+            log.append(line.rstrip("\n"))
+            if "listening on " in line and not found.is_set():
+                addr.append(line.split("listening on ", 1)[1].split()[0])
+                found.set()
+
+    threading.Thread(target=drain, daemon=True).start()
+    if not found.wait(30):
+        proc.kill()
+        raise AssertionError("the bridge never logged `listening on`:\n" + "\n".join(log))
+    return proc, addr[0], log
+
+
+def dev_token(binary: str, data: str) -> str:
+    out = subprocess.run([binary, "--data-dir", data, "dev-token", "--tenant", LOCAL_TENANT],
+                         check=True, capture_output=True, text=True)
+    return out.stdout.strip()
+
+
+async def exercise(url: str, token: str) -> str:
+    async with streamablehttp_client(url, headers={"Authorization": f"Bearer {token}"}) as (read, write, session_id):
+        async with ClientSession(read, write) as session:
+            init = await session.initialize()
+            assert init.protocolVersion == "2025-11-25", init.protocolVersion
+            assert init.serverInfo.name == "cyberos-mcp-bridge", init.serverInfo
+            assert session_id() is None, "the bridge is stateless: no session id"
+            tools = (await session.list_tools()).tools
+            names = sorted(t.name for t in tools)
+            assert len(names) == 8, names
+            result = await session.call_tool("cyberos.skill.list_skills", {"query": "release"})
+            assert not result.isError, result
+            assert result.structuredContent["skills"][0]["name"] == "release-notes", result.structuredContent
+            assert json.loads(result.content[0].text) == result.structuredContent
+            await session.send_ping()
+
+            experimental = getattr(session, "experimental", None)
+            if experimental is None or not hasattr(experimental, "call_tool_as_task"):
+                return f"{len(names)} tools, call_tool, ping (this SDK has no task client API)"
+            adr = {"persona": "chief-technology-officer", "workflow": "adr-quick-capture",
+                   "inputs": {"title": "python sdk over http"}}
+            # Polled: tasks/get until terminal, then tasks/result (answered as JSON).
+            created = await experimental.call_tool_as_task("cyberos.cuo.execute_workflow", adr)
+            task_id = created.task.taskId
+            assert task_id.startswith("t-"), task_id
+            deadline = time.monotonic() + 60
+            seen = []
+            async for status in experimental.poll_task(task_id):
+                seen.append(status.status)
+                assert time.monotonic() < deadline, f"task {task_id} still {status.status}"
+            assert seen[0] == "working" and seen[-1] == "completed", seen
+            final = await experimental.get_task_result(task_id, types.CallToolResult)
+            assert not final.isError, final
+            assert final.structuredContent["steps_executed"] == 3, final.structuredContent
+            # Awaited: tasks/result on a running task waits, answered as an SSE stream.
+            created = await experimental.call_tool_as_task("cyberos.cuo.execute_workflow", adr)
+            waited = await experimental.get_task_result(created.task.taskId, types.CallToolResult)
+            assert not waited.isError and waited.structuredContent["steps_executed"] == 3, waited
+            return (f"{len(names)} tools, call_tool, ping, a task polled to completed ({' -> '.join(dict.fromkeys(seen))}) "
+                    "and one awaited with tasks/result over SSE")
+
+
+def main(binary: str, skills: str, data: str) -> None:
+    proc, addr, log = start_bridge(binary, skills, data)
+    try:
+        summary = asyncio.run(exercise(f"http://{addr}/mcp", dev_token(binary, data)))
+    except BaseException:
+        print("\n".join(log[-40:]), file=sys.stderr)
+        raise
+    finally:
+        proc.terminate()
+        try:
+            code = proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            raise AssertionError("the bridge did not stop within 30 s of SIGTERM")
+    assert code == 0, f"the bridge exited with {code} after SIGTERM"
+    print(f"python mcp sdk over http: initialize, {summary}: ok")
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:4])
