@@ -49,6 +49,8 @@ pub struct Settings {
     pub tool_errors: ToolErrors,
     /// Plain-call behaviour of long-running tools.
     pub long_running: LongRunning,
+    /// Cap on one tenant's tasks running on this instance.
+    pub max_tasks_per_tenant: usize,
 }
 
 impl Default for Settings {
@@ -56,6 +58,7 @@ impl Default for Settings {
         Settings {
             tool_errors: ToolErrors::Jsonrpc,
             long_running: LongRunning::Handle,
+            max_tasks_per_tenant: task_runner::DEFAULT_MAX_TASKS_PER_TENANT,
         }
     }
 }
@@ -76,7 +79,7 @@ struct Inner {
 impl App {
     /// Builds the application; compiles every tool schema once.
     pub fn new(ports: Ports, settings: Settings, identity: Identity) -> App {
-        let runner = task_runner::TaskRunner::new(ports.clone());
+        let runner = task_runner::TaskRunner::new(ports.clone(), settings.max_tasks_per_tenant);
         App(Arc::new(Inner {
             ports,
             settings,

@@ -17,6 +17,8 @@ pub struct Answer {
     pub frame: String,
     /// Scopes the token lacked, when the request failed for that reason.
     pub missing_scopes: Vec<String>,
+    /// The tenant is at its cap of running tasks (HTTP: 429).
+    pub too_many_tasks: bool,
 }
 
 /// The only protocol revision the bridge speaks.
@@ -65,6 +67,7 @@ impl App {
             Ok(result) => Answer {
                 frame: rpc::success(&req.id, &result),
                 missing_scopes: Vec::new(),
+                too_many_tasks: false,
             },
             Err(err) => {
                 tracing::debug!(method = %req.method, code = err.code, trace_id = %trace, "request failed");
@@ -79,9 +82,11 @@ impl App {
                             .collect()
                     })
                     .unwrap_or_default();
+                let too_many_tasks = err.message == crate::app::task_runner::TOO_MANY_TASKS;
                 Answer {
                     frame: rpc::failure(Some(&req.id), &err),
                     missing_scopes,
+                    too_many_tasks,
                 }
             }
         }

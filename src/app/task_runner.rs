@@ -28,6 +28,10 @@ pub const LEASE: Duration = Duration::from_secs(15);
 const HEARTBEAT: Duration = Duration::from_secs(5);
 /// How often this instance asks the store whether its runs were stopped elsewhere.
 const STOP_POLL: Duration = Duration::from_secs(1);
+/// Default cap on one tenant's tasks running on one instance.
+pub const DEFAULT_MAX_TASKS_PER_TENANT: usize = 32;
+/// The message of the refusal when a tenant is at its cap (HTTP answers it with 429).
+pub const TOO_MANY_TASKS: &str = "too many running tasks";
 
 /// What a task runs.
 pub enum Work {
@@ -55,6 +59,7 @@ struct LocalRun {
 /// This instance's runs.
 pub struct TaskRunner {
     owner: String,
+    max_per_tenant: usize,
     ports: Ports,
     local: Mutex<HashMap<TaskId, LocalRun>>,
     tracker: TaskTracker,
@@ -63,14 +68,16 @@ pub struct TaskRunner {
 }
 
 impl TaskRunner {
-    /// A runner for a new instance (its owner id is random).
-    pub fn new(ports: Ports) -> Arc<TaskRunner> {
+    /// A runner for a new instance (its owner id is random) that runs at most
+    /// `max_per_tenant` tasks of one tenant at a time.
+    pub fn new(ports: Ports, max_per_tenant: usize) -> Arc<TaskRunner> {
         let owner: String = random_bytes::<8>()
             .iter()
             .map(|b| format!("{b:02x}"))
             .collect();
         Arc::new(TaskRunner {
             owner: format!("bridge-{owner}"),
+            max_per_tenant,
             ports,
             local: Mutex::new(HashMap::new()),
             tracker: TaskTracker::new(),
@@ -94,6 +101,22 @@ impl TaskRunner {
         work: Work,
         progress: Option<ProgressTarget>,
     ) -> Result<Task, DomainError> {
+        let running = self
+            .lock()
+            .values()
+            .filter(|r| r.tenant == task.tenant)
+            .count();
+        if running >= self.max_per_tenant {
+            return Err(DomainError::UpstreamUnavailable {
+                upstream: crate::domain::Upstream::TaskStore,
+                message: TOO_MANY_TASKS.into(),
+                hint: format!(
+                    "At most {} of your tasks run at once here; wait for some to finish or cancel them, then retry.",
+                    self.max_per_tenant
+                ),
+                source: None,
+            });
+        }
         let now = self.ports.clock.now();
         let lease_until = now.plus_millis(LEASE.as_millis() as i64);
         let mut created = false;

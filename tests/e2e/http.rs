@@ -1116,3 +1116,25 @@ fn a_bad_cors_origin_or_public_url_is_a_usage_error() {
         );
     }
 }
+
+#[tokio::test]
+async fn a_tenant_at_its_task_cap_gets_429_with_retry_after() {
+    let s = Server::start_env(
+        &["--cuo-command", &paced(3000)],
+        &[("CYBEROS_MAX_TASKS_PER_TENANT", "1")],
+    );
+    let t = s.token(LOCAL, None);
+    let start = rpc(
+        4,
+        "tools/call",
+        json!({"name": "cyberos.cuo.execute_workflow", "arguments": adr()}),
+    );
+    assert_eq!(s.post(Some(&t), &start).await.status, 200);
+    let refused = s.post(Some(&t), &start).await;
+    let frame = error_body(&refused, 429, -32050, "upstream_unavailable");
+    assert_eq!(frame["error"]["message"], "too many running tasks");
+    assert!(refused.header("retry-after").is_some());
+    // Another tenant is not held back.
+    let other = s.token("bbbbbbbb-0000-4000-8000-00000000000b", None);
+    assert_eq!(s.post(Some(&other), &start).await.status, 200);
+}

@@ -481,3 +481,19 @@ fn a_down_task_store_fails_task_operations_while_short_tools_keep_working() {
     );
     assert!(route["result"].is_object(), "{route}");
 }
+
+#[test]
+fn a_tenant_runs_at_most_its_cap_of_tasks_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut b = Bridge::spawn_at(
+        dir.path(),
+        &["--dev", "--cuo-command", &paced(3000)],
+        &[("CYBEROS_MAX_TASKS_PER_TENANT", "1")],
+    );
+    b.initialize();
+    start(&mut b, ADR());
+    let refused = b.call("cyberos.cuo.execute_workflow", ADR());
+    let data = assert_envelope(&refused, -32050, "upstream_unavailable");
+    assert_eq!(refused["error"]["message"], "too many running tasks");
+    assert!(data["hint"].as_str().unwrap().contains("At most 1"));
+}

@@ -318,6 +318,9 @@ pub(super) fn json_answer(
         );
         return reply::challenge(reply::json(StatusCode::FORBIDDEN, answer.frame), &challenge);
     }
+    if answer.too_many_tasks {
+        return reply::too_many_tasks(answer.frame);
+    }
     let status = if method == "server/discover" {
         StatusCode::BAD_REQUEST
     } else {

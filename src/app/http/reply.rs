@@ -78,6 +78,14 @@ pub fn rate_limited(id: &RequestId, wait: Duration) -> Response {
     )
 }
 
+/// 429 + `Retry-After`: the tenant already runs as many tasks as it may.
+pub fn too_many_tasks(frame: String) -> Response {
+    retry_after(
+        json(StatusCode::TOO_MANY_REQUESTS, frame),
+        Duration::from_secs(5),
+    )
+}
+
 /// 504: a plain request ran past the per-request deadline.
 pub fn timed_out(id: &RequestId) -> Response {
     let err = envelope(
