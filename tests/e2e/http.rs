@@ -1138,3 +1138,29 @@ async fn a_tenant_at_its_task_cap_gets_429_with_retry_after() {
     let other = s.token("bbbbbbbb-0000-4000-8000-00000000000b", None);
     assert_eq!(s.post(Some(&other), &start).await.status, 200);
 }
+
+#[tokio::test]
+async fn another_tenants_task_is_not_found_over_http() {
+    let s = Server::start(&[]);
+    let a = s.token(LOCAL, None);
+    let b = s.token("bbbbbbbb-0000-4000-8000-00000000000b", None);
+    let id = start_task(&s, &a).await;
+    let foreign = s.rpc(&b, 2, "tasks/get", json!({"taskId": id})).await;
+    let missing = s
+        .rpc(
+            &b,
+            3,
+            "tasks/get",
+            json!({"taskId": "t-aaaaaaaaaaaaaaaaaaaaaaaaaa"}),
+        )
+        .await;
+    for frame in [&foreign, &missing] {
+        assert_eq!(frame["error"]["code"], -32602, "{frame}");
+        assert_eq!(frame["error"]["message"], "task not found");
+        assert_eq!(frame["error"]["data"]["class"], "input_validation");
+    }
+    let cancel = s.rpc(&b, 4, "tasks/cancel", json!({"taskId": id})).await;
+    assert_eq!(cancel["error"]["message"], "task not found");
+    let own = s.rpc(&a, 5, "tasks/get", json!({"taskId": id})).await;
+    assert!(own["result"]["status"].is_string(), "{own}");
+}
