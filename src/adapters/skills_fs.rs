@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use serde::Deserialize;
 
-use crate::domain::skill::Skill;
+use crate::domain::skill::{Skill, split_front_matter};
 use crate::domain::{DomainError, JsonText, Upstream};
 use crate::ports::SkillIndex;
 
@@ -137,7 +137,7 @@ fn load_skill(root: &Path, folder: &Path) -> Option<Skill> {
         Ok(t) => t,
         Err(_) => return skip("SKILL.md is not readable UTF-8"),
     };
-    let Some(yaml) = front_matter(&text) else {
+    let Some((yaml, _)) = split_front_matter(&text) else {
         return skip("SKILL.md has no YAML front matter between --- lines");
     };
     let fm: FrontMatter = match serde_norway::from_str(yaml) {
@@ -171,35 +171,16 @@ fn load_skill(root: &Path, folder: &Path) -> Option<Skill> {
     })
 }
 
-/// The YAML between a leading `---` line and the next `---` line.
-fn front_matter(text: &str) -> Option<&str> {
-    let rest = text.strip_prefix("\u{feff}").unwrap_or(text);
-    let rest = rest.strip_prefix("---")?;
-    let rest = rest
-        .strip_prefix("\r\n")
-        .or_else(|| rest.strip_prefix('\n'))?;
-    let mut offset = 0;
-    for line in rest.split_inclusive('\n') {
-        if line.trim_end() == "---" {
-            return Some(&rest[..offset]);
-        }
-        offset += line.len();
-    }
-    None
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn front_matter_is_found_between_dashes() {
-        assert_eq!(front_matter("---\nname: a\n---\nbody"), Some("name: a\n"));
-        assert_eq!(
-            front_matter("---\r\nname: a\r\n---\r\n"),
-            Some("name: a\r\n")
-        );
-        assert_eq!(front_matter("name: a\n---\n"), None);
-        assert_eq!(front_matter("---\nname: a\n"), None);
+        let yaml = |t| split_front_matter(t).map(|(y, _)| y);
+        assert_eq!(yaml("---\nname: a\n---\nbody"), Some("name: a\n"));
+        assert_eq!(yaml("---\r\nname: a\r\n---\r\n"), Some("name: a\r\n"));
+        assert_eq!(yaml("name: a\n---\n"), None);
+        assert_eq!(yaml("---\nname: a\n"), None);
     }
 }

@@ -17,6 +17,24 @@ pub struct Skill {
     pub entrypoint: Option<String>,
 }
 
+/// Splits a `SKILL.md` into the YAML between a leading `---` line and the next `---`
+/// line, and the body after it (a leading byte-order mark and CRLF lines are accepted).
+pub fn split_front_matter(text: &str) -> Option<(&str, &str)> {
+    let rest = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let rest = rest.strip_prefix("---")?;
+    let rest = rest
+        .strip_prefix("\r\n")
+        .or_else(|| rest.strip_prefix('\n'))?;
+    let mut offset = 0;
+    for line in rest.split_inclusive('\n') {
+        if line.trim_end() == "---" {
+            return Some((&rest[..offset], &rest[offset + line.len()..]));
+        }
+        offset += line.len();
+    }
+    None
+}
+
 impl Skill {
     /// Whether every word of `query` appears in the name or description (case-insensitive).
     pub fn matches(&self, query: &str) -> bool {

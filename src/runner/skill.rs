@@ -11,6 +11,7 @@ use super::entrypoint;
 use super::execute::{self, MARKDOWN};
 use super::protocol::{self, ECHO_MAX, RpcError, clip};
 use super::template;
+use crate::domain::skill::split_front_matter;
 
 /// `SKILL.md` files larger than this are refused.
 const MAX_SKILL_FILE: u64 = 1024 * 1024;
@@ -121,24 +122,6 @@ fn resolve_entrypoint(folder: &Path, entry: &str) -> Result<PathBuf, RpcError> {
         .ok_or_else(|| {
             RpcError::invalid_params("the skill's entrypoint must name a file inside its folder")
         })
-}
-
-/// Splits `text` into the YAML between a leading `---` line and the next `---` line,
-/// and the body after it.
-fn split_front_matter(text: &str) -> Option<(&str, &str)> {
-    let rest = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let rest = rest.strip_prefix("---")?;
-    let rest = rest
-        .strip_prefix("\r\n")
-        .or_else(|| rest.strip_prefix('\n'))?;
-    let mut offset = 0;
-    for line in rest.split_inclusive('\n') {
-        if line.trim_end() == "---" {
-            return Some((&rest[..offset], &rest[offset + line.len()..]));
-        }
-        offset += line.len();
-    }
-    None
 }
 
 #[cfg(test)]
