@@ -98,29 +98,24 @@ cargo test --no-fail-fast 2>&1 | tee "$out" || status=$?
 passed=$(awk '/^test result:/ { for (i = 1; i < NF; i++) if ($(i+1) ~ /^passed/) p += $i } END { print p + 0 }' "$out")
 failed=$(awk '/^test result:/ { for (i = 1; i < NF; i++) if ($(i+1) ~ /^failed/) f += $i } END { print f + 0 }' "$out")
 
-# --- Third-party client over stdio ------------------------------------------------
-log "official Python MCP SDK against the built binary"
-data=$(mktemp -d)
-if "$venv/bin/python" tests/python/sdk_stdio_client.py "$root/target/debug/cyberos-mcp-bridge" \
-    "$root/tests/fixtures/skills" "$data" 2>"$data/stderr.log"; then
-  passed=$((passed + 1))
-else
-  cat "$data/stderr.log" >&2
-  failed=$((failed + 1))
-fi
-rm -rf "$data"
-
-# --- Third-party client over Streamable HTTP --------------------------------------
-log "official Python MCP SDK over HTTP against the built binary"
-data=$(mktemp -d)
-if "$venv/bin/python" tests/python/sdk_http_client.py "$root/target/debug/cyberos-mcp-bridge" \
-    "$root/tests/fixtures/skills" "$data" 2>"$data/stderr.log"; then
-  passed=$((passed + 1))
-else
-  cat "$data/stderr.log" >&2
-  failed=$((failed + 1))
-fi
-rm -rf "$data"
+# --- Third-party clients: the official Python SDK over stdio and Streamable HTTP -----
+# Each script starts the built binary itself; a failure shows its stderr and counts once.
+run_client() {
+  local script=$1 data
+  data=$(mktemp -d)
+  if "$venv/bin/python" "$script" "$root/target/debug/cyberos-mcp-bridge" \
+      "$root/tests/fixtures/skills" "$data" 2>"$data/stderr.log"; then
+    passed=$((passed + 1))
+  else
+    cat "$data/stderr.log" >&2
+    failed=$((failed + 1))
+  fi
+  rm -rf "$data"
+}
+log "official Python MCP SDK over stdio against the built binary"
+run_client tests/python/sdk_stdio_client.py
+log "official Python MCP SDK over Streamable HTTP against the built binary"
+run_client tests/python/sdk_http_client.py
 
 echo
 echo "${passed} passed, ${failed} failed"
