@@ -226,7 +226,11 @@ async fn check(config: &Config) -> i32 {
             .map(|_| ())
             .map_err(|e| e.to_string()),
     );
-    let describe = |e: crate::domain::DomainError| format!("{e}. {}", e.hint());
+    // The operator's own terminal: the underlying cause is shown, unlike in client errors.
+    let describe = |e: crate::domain::DomainError| match std::error::Error::source(&e) {
+        Some(cause) => format!("{e} ({cause})"),
+        None => format!("{e}. {}", e.hint()),
+    };
     line("task store", ports.tasks.check().await.map_err(describe));
     line("cuo", ports.cuo.check().await.map_err(describe));
     line("memory", ports.memory.check().await.map_err(describe));
