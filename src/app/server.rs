@@ -62,7 +62,13 @@ impl App {
 
     /// Handles one request; also says which scopes were missing, for HTTP's 403.
     pub async fn answer(&self, session: &Session, req: Request) -> Answer {
-        let trace = trace::new_trace_id();
+        // A caller's `_meta.traceparent` continues its trace; otherwise a new one starts.
+        let trace = req
+            .params
+            .pointer("/_meta/traceparent")
+            .and_then(Value::as_str)
+            .and_then(trace::trace_of_traceparent)
+            .unwrap_or_else(trace::new_trace_id);
         match self.dispatch(session, &req, trace).await {
             Ok(result) => Answer {
                 frame: rpc::success(&req.id, &result),

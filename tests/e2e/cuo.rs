@@ -187,3 +187,34 @@ fn an_unstartable_cuo_is_upstream_unavailable() {
     );
     assert!(data["hint"].as_str().unwrap().contains("--cuo-command"));
 }
+
+#[test]
+fn a_callers_traceparent_continues_into_errors_and_the_cuo_context() {
+    let mut b = Bridge::initialized(&["--cuo-command", &fixture_command()]);
+    let trace = "4bf92f3577b34da6a3ce929d0e0e4736";
+    let meta = json!({"traceparent": format!("00-{trace}-00f067aa0ba902b7-01")});
+    let bad = b.request(
+        "tools/call",
+        json!({"name": "cyberos.cuo.route", "arguments": {"query": ""}, "_meta": meta}),
+    );
+    assert_eq!(
+        assert_envelope(&bad, -32602, "input_validation")["trace_id"],
+        trace
+    );
+    let ok = b.request(
+        "tools/call",
+        json!({"name": "cyberos.cuo.route", "arguments": {"query": "ctx"}, "_meta": meta}),
+    );
+    let sent = alternates(&ok)[2].clone();
+    assert!(
+        sent.starts_with(&format!("00-{trace}-")),
+        "the CUO child gets the caller's trace: {sent}"
+    );
+    assert!(
+        !sent.contains("00f067aa0ba902b7"),
+        "with the bridge's own span id"
+    );
+    // Without one, each request gets a fresh trace.
+    let fresh = b.call("cyberos.cuo.route", json!({"query": ""}));
+    assert_ne!(fresh["error"]["data"]["trace_id"], trace);
+}
