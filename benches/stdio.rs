@@ -152,18 +152,10 @@ impl Server {
         Server::spawn(cmd)
     }
 
+    /// A bridge past the handshake, settled.
     fn bridge(data: &std::path::Path, skills: &str) -> Server {
-        let mut cmd = Command::new(BRIDGE);
-        cmd.arg("--dev")
-            .arg("--data-dir")
-            .arg(data)
-            .arg("--skills-dir")
-            .arg(skills)
-            .env("RUST_LOG", "error");
-        let mut s = Server::spawn(cmd);
-        s.send(1, &json!({"method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}}));
-        s.stdin.flush().unwrap();
-        s.recv();
+        let mut s = Server::bridge_uninitialized(data, skills);
+        s.initialize();
         s.stdin
             .write_all(b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n")
             .unwrap();
@@ -278,9 +270,7 @@ fn startup(data: &std::path::Path, skills: &str, runs: usize) -> (Duration, Dura
         .map(|_| {
             let t = Instant::now();
             let mut s = Server::bridge_uninitialized(data, skills);
-            s.send(1, &json!({"method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}}));
-            s.stdin.flush().unwrap();
-            s.recv();
+            s.initialize();
             t.elapsed()
         })
         .collect();
@@ -289,6 +279,14 @@ fn startup(data: &std::path::Path, skills: &str, runs: usize) -> (Duration, Dura
 }
 
 impl Server {
+    /// Sends `initialize` and waits for its answer.
+    fn initialize(&mut self) {
+        self.send(1, &json!({"method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}}));
+        self.stdin.flush().unwrap();
+        self.recv();
+    }
+
+    /// A freshly started bridge, before the handshake.
     fn bridge_uninitialized(data: &std::path::Path, skills: &str) -> Server {
         let mut cmd = Command::new(BRIDGE);
         cmd.arg("--dev")
