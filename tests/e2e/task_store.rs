@@ -467,20 +467,7 @@ impl Drop for TestDb {
     fn drop(&mut self) {
         let admin = self.admin.clone();
         let sql = format!("DROP DATABASE IF EXISTS \"{}\" WITH (FORCE)", self.name);
-        // Drop runs inside the test's runtime, so the drop gets a runtime of its own.
-        let _ = std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .unwrap();
-            rt.block_on(async {
-                if let Ok(mut conn) = PgConnection::connect(&admin).await {
-                    let _ = conn.execute(AssertSqlSafe(sql)).await;
-                    let _ = conn.close().await;
-                }
-            });
-        })
-        .join();
+        admin_cleanup(admin, sql);
     }
 }
 
@@ -869,19 +856,7 @@ impl Drop for TestRole {
     fn drop(&mut self) {
         let admin = self.admin.clone();
         let sql = format!("DROP ROLE IF EXISTS \"{}\"", self.name);
-        let _ = std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .unwrap();
-            rt.block_on(async {
-                if let Ok(mut conn) = PgConnection::connect(&admin).await {
-                    let _ = conn.execute(AssertSqlSafe(sql)).await;
-                    let _ = conn.close().await;
-                }
-            });
-        })
-        .join();
+        admin_cleanup(admin, sql);
     }
 }
 
@@ -1098,4 +1073,22 @@ async fn a_down_database_fails_fast_as_upstream_unavailable() {
         .err()
         .unwrap();
     assert!(!e.contains("s3cret"), "{e}");
+}
+
+/// Runs one best-effort cleanup statement as the admin. `Drop` runs inside the test's
+/// runtime, so the statement gets a thread and a runtime of its own.
+fn admin_cleanup(admin: String, sql: String) {
+    let _ = std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            if let Ok(mut conn) = PgConnection::connect(&admin).await {
+                let _ = conn.execute(AssertSqlSafe(sql)).await;
+                let _ = conn.close().await;
+            }
+        });
+    })
+    .join();
 }
