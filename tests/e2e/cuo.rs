@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::support::{Bridge, assert_envelope, fixtures};
+use crate::support::{Bridge, alive, assert_envelope, fixtures};
 
 /// The interpreter itself, not a version-manager shim (a shell script that would add its
 /// own variables to the child's environment).
@@ -31,17 +31,6 @@ fn route(b: &mut Bridge, query: &str) -> Value {
 
 fn alternates(resp: &Value) -> Vec<String> {
     serde_json::from_value(resp["result"]["structuredContent"]["alternates"].clone()).unwrap()
-}
-
-fn alive(pid: i32) -> bool {
-    // Zombies are dead for our purposes; /proc shows them as state Z.
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
-        !s.rsplit(')')
-            .next()
-            .unwrap_or("")
-            .trim_start()
-            .starts_with('Z')
-    })
 }
 
 #[test]

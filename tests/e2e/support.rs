@@ -279,3 +279,14 @@ pub fn serve_http(app: axum::Router) -> std::net::SocketAddr {
     });
     rx.recv().unwrap()
 }
+
+/// Whether a process is running; zombies count as gone (/proc shows them as state Z).
+pub fn alive(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+        !s.rsplit(')')
+            .next()
+            .unwrap_or("")
+            .trim_start()
+            .starts_with('Z')
+    })
+}

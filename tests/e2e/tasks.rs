@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::support::{Bridge, assert_envelope, binary, fixtures, init_params};
+use crate::support::{Bridge, alive, assert_envelope, binary, fixtures, init_params};
 
 const LOCAL: &str = "00000000-0000-4000-8000-000000000001";
 
@@ -73,16 +73,6 @@ fn wait_status(b: &mut Bridge, id: &str, want: &str, within: Duration) -> Value 
         );
         std::thread::sleep(Duration::from_millis(100));
     }
-}
-
-fn alive(pid: i32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
-        !s.rsplit(')')
-            .next()
-            .unwrap_or("")
-            .trim_start()
-            .starts_with('Z')
-    })
 }
 
 fn wait_gone(pids: &[i32]) {

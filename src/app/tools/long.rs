@@ -10,7 +10,7 @@ use crate::app::task_runner::{ProgressTarget, Work};
 use crate::app::tools::{CallParams, json_text, structured};
 use crate::app::{App, LongRunning, tasks};
 use crate::domain::task::{DEFAULT_TIMEOUT_S, Task, TaskStatus, granted_ttl_ms};
-use crate::domain::{CallCtx, DomainError, JsonText, TaskId, Tool};
+use crate::domain::{CallCtx, DomainError, JsonText, TaskId, Timestamp, Tool};
 use crate::ports::{SkillRun, WorkflowRun};
 
 #[derive(Deserialize)]
@@ -41,25 +41,24 @@ pub(super) async fn execute_workflow(
 ) -> Result<Value, DomainError> {
     check_workflow_exists(app, ctx, &args.persona, &args.workflow).await?;
     let timeout_s = args.timeout_s.unwrap_or(DEFAULT_TIMEOUT_S);
-    let deadline = app
-        .ports()
-        .clock
-        .now()
-        .plus_millis((timeout_s * 1000) as i64);
-    let work = Work::Workflow(WorkflowRun {
-        persona: args.persona,
-        workflow: args.workflow,
-        inputs: json_text(&Value::Object(args.inputs)),
-        deadline,
-    });
+    let inputs = json_text(&Value::Object(args.inputs));
+    let (persona, workflow) = (args.persona, args.workflow);
+    let work = |deadline| {
+        Work::Workflow(WorkflowRun {
+            persona,
+            workflow,
+            inputs,
+            deadline,
+        })
+    };
     launch(
         app,
         session,
         ctx,
         Tool::ExecuteWorkflow,
         call,
-        work,
         timeout_s,
+        work,
     )
     .await
 }
@@ -76,17 +75,15 @@ pub(super) async fn invoke_skill(
             .with_hint("List the available skills with cyberos.skill.list_skills."));
     };
     let timeout_s = args.timeout_s.unwrap_or(DEFAULT_TIMEOUT_S);
-    let deadline = app
-        .ports()
-        .clock
-        .now()
-        .plus_millis((timeout_s * 1000) as i64);
-    let work = Work::Skill(SkillRun {
-        skill,
-        inputs: json_text(&Value::Object(args.inputs)),
-        deadline,
-    });
-    launch(app, session, ctx, Tool::InvokeSkill, call, work, timeout_s).await
+    let inputs = json_text(&Value::Object(args.inputs));
+    let work = |deadline| {
+        Work::Skill(SkillRun {
+            skill,
+            inputs,
+            deadline,
+        })
+    };
+    launch(app, session, ctx, Tool::InvokeSkill, call, timeout_s, work).await
 }
 
 /// Unknown persona/workflow ids are refused before a task exists (the CUO catalogue is
@@ -108,16 +105,19 @@ async fn check_workflow_exists(
     .with_hint("List the persona's workflows with cyberos.cuo.list_workflows."))
 }
 
+/// Creates and starts the task. The run's deadline and the task's `timeout_at` are one
+/// instant: `timeout_s` after the task's creation.
 async fn launch(
     app: &App,
     session: &Session,
     ctx: &CallCtx,
     tool: Tool,
     call: &CallParams,
-    work: Work,
     timeout_s: u64,
+    work: impl FnOnce(Timestamp) -> Work,
 ) -> Result<Value, DomainError> {
     let now = app.ports().clock.now();
+    let timeout_at = now.plus_millis((timeout_s * 1000) as i64);
     let ttl = granted_ttl_ms(
         call.task
             .as_ref()
@@ -135,7 +135,7 @@ async fn launch(
         trace_id: ctx.trace_id,
         created_at: now,
         updated_at: now,
-        timeout_at: now.plus_millis((timeout_s * 1000) as i64),
+        timeout_at,
         expires_at: now.plus_millis(ttl),
     };
     let progress = call
@@ -149,7 +149,7 @@ async fn launch(
     let input = JsonText::from_serialized(call.arguments.to_string());
     let task = app
         .runner()
-        .start(ctx.clone(), task, input, work, progress)
+        .start(ctx.clone(), task, input, work(timeout_at), progress)
         .await?;
     if call.task.is_some() {
         let handle = format!(
