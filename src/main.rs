@@ -1,20 +1,35 @@
-//! Entry point: parse the configuration, send logs to stderr, run.
+//! Entry point: parse the configuration, send logs to stderr (and spans to the collector),
+//! run, flush.
+
+use std::time::Duration;
 
 use clap::Parser;
+use tracing_subscriber::Layer;
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
 
+use cyberos_mcp_bridge::adapters::otlp::Otlp;
 use cyberos_mcp_bridge::app::cli::{self, EXIT_USAGE};
-use cyberos_mcp_bridge::app::config::{Cli, LogFormat, Transport};
+use cyberos_mcp_bridge::app::config::{Cli, Command, LogFormat, Transport};
+use cyberos_mcp_bridge::app::{telemetry, wiring};
+
+/// How long the last spans may take to reach the collector on the way out.
+const FLUSH_WAIT: Duration = Duration::from_secs(2);
 
 fn main() {
     let cli = Cli::parse();
     let config = match cli.options.merge_file().and_then(|o| o.resolve()) {
         Ok(config) => config,
-        Err(e) => {
-            eprintln!("cyberos-mcp-bridge: {e}");
-            std::process::exit(EXIT_USAGE);
-        }
+        Err(e) => usage_error(&e),
     };
-    init_logs(config.log_format);
+    // Only commands that run tools have spans to export.
+    let exports = matches!(cli.command, None | Some(Command::Call { .. }));
+    let otlp = if exports {
+        wiring::span_export(&config).unwrap_or_else(|e| usage_error(&e))
+    } else {
+        None
+    };
+    init_logs(config.log_format, otlp.as_ref());
     // stdio serves one client: a single-threaded reactor avoids a cross-thread wake-up per
     // message (measured in benches/stdio.rs). HTTP serves many and uses every core.
     let mut builder = match config.transport {
@@ -29,20 +44,30 @@ fn main() {
         }
     };
     let code = runtime.block_on(cli::run(config, cli.command));
+    // Every exit path of `run` (stdin EOF, SIGTERM drain, a failed start) comes here.
+    if let Some(otlp) = otlp {
+        otlp.shutdown(FLUSH_WAIT);
+    }
     // Do not wait for stray blocking reads (stdin) on the way out.
-    runtime.shutdown_timeout(std::time::Duration::from_millis(200));
+    runtime.shutdown_timeout(Duration::from_millis(200));
     std::process::exit(code);
 }
 
+fn usage_error(e: &dyn std::fmt::Display) -> ! {
+    eprintln!("cyberos-mcp-bridge: {e}");
+    std::process::exit(EXIT_USAGE);
+}
+
 /// Logs go to stderr only: on stdio, stdout carries protocol frames and nothing else.
-fn init_logs(format: LogFormat) {
+/// `RUST_LOG` filters the logs, not the exported spans.
+fn init_logs(format: LogFormat, otlp: Option<&Otlp>) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
-    match format {
-        LogFormat::Text => builder.with_ansi(false).init(),
-        LogFormat::Json => builder.json().init(),
-    }
+    let fmt = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
+    let logs = match format {
+        LogFormat::Text => fmt.with_ansi(false).with_filter(filter).boxed(),
+        LogFormat::Json => fmt.json().with_filter(filter).boxed(),
+    };
+    let spans = otlp.map(|o| telemetry::otel_layer(o.tracer()));
+    tracing_subscriber::registry().with(logs).with(spans).init();
 }

@@ -5,6 +5,7 @@ pub mod cuo_process;
 pub mod dev_key;
 pub mod jwt;
 pub mod memory_http;
+pub mod otlp;
 pub mod postgres;
 pub mod skills_fs;
 pub mod sqlite;

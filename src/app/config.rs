@@ -244,6 +244,8 @@ pub struct Config {
     pub long_running: LongRunning,
     /// Log format.
     pub log_format: LogFormat,
+    /// OTLP/gRPC endpoint for spans (`--otlp-endpoint`, else the standard OTel variables).
+    pub otlp_endpoint: Option<String>,
     /// Identity settings.
     pub identity: IdentityConfig,
 }
@@ -402,6 +404,7 @@ impl Options {
             tool_errors: self.tool_errors.unwrap_or(ToolErrors::Jsonrpc),
             long_running: self.long_running.unwrap_or(LongRunning::Handle),
             log_format: self.log_format.unwrap_or(LogFormat::Text),
+            otlp_endpoint: otlp_endpoint(self.otlp_endpoint)?,
             identity: IdentityConfig {
                 dev: self.dev,
                 token_file: self.token_file,
@@ -413,6 +416,21 @@ impl Options {
                     .unwrap_or_else(|| "cyberos-mcp-bridge".into()),
             },
         })
+    }
+}
+
+/// The span collector: the flag (or `CYBEROS_OTLP_ENDPOINT`, or the config file), else the
+/// OTel SDK's standard variables, traces-specific first. An empty value means none.
+fn otlp_endpoint(flag: Option<String>) -> Result<Option<String>, ConfigError> {
+    let url = flag
+        .or_else(|| std::env::var("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT").ok())
+        .or_else(|| std::env::var("OTEL_EXPORTER_OTLP_ENDPOINT").ok())
+        .filter(|u| !u.trim().is_empty());
+    match url {
+        Some(u) if !(u.starts_with("http://") || u.starts_with("https://")) => Err(ConfigError(
+            "--otlp-endpoint must be an http:// or https:// URL (OTLP over gRPC, e.g. http://localhost:4317)".into(),
+        )),
+        other => Ok(other),
     }
 }
 

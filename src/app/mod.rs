@@ -12,6 +12,7 @@ pub mod session;
 pub mod stdio;
 pub mod task_runner;
 pub mod tasks;
+pub mod telemetry;
 pub mod tools;
 pub mod trace;
 pub mod wiring;

@@ -8,8 +8,12 @@ use crate::app::rpc::{
     RpcError,
 };
 use crate::app::session::{LOG_LEVELS, Session};
+use crate::app::telemetry::{self, CallSpan, Outcome};
 use crate::app::{App, tasks, trace};
 use crate::domain::{DomainError, ErrorClass, TraceId};
+use futures::FutureExt;
+use std::panic::AssertUnwindSafe;
+use tracing::Instrument;
 
 /// A serialized response and what HTTP needs to pick its status.
 pub struct Answer {
@@ -62,14 +66,46 @@ impl App {
 
     /// Handles one request; also says which scopes were missing, for HTTP's 403.
     pub async fn answer(&self, session: &Session, req: Request) -> Answer {
-        // A caller's `_meta.traceparent` continues its trace; otherwise a new one starts.
-        let trace = req
+        // The caller's trace: `params._meta.traceparent`, else the transport's (HTTP header);
+        // otherwise a new one starts.
+        let parent = req
             .params
             .pointer("/_meta/traceparent")
             .and_then(Value::as_str)
-            .and_then(trace::trace_of_traceparent)
-            .unwrap_or_else(trace::new_trace_id);
-        match self.dispatch(session, &req, trace).await {
+            .and_then(telemetry::parse_traceparent)
+            .or_else(|| session.traceparent());
+        let call = (req.method == "tools/call")
+            .then(|| CallSpan::start(parent, &id_text(&req.id), session.network()));
+        let trace = match (&call, parent) {
+            (Some(call), _) => call.trace_id(),
+            (None, Some(parent)) => parent.trace_id,
+            (None, None) => trace::new_trace_id(),
+        };
+        let work =
+            AssertUnwindSafe(self.dispatch(session, &req, trace, call.as_ref())).catch_unwind();
+        let caught = match &call {
+            Some(span) => work.instrument(span.span().clone()).await,
+            None => work.await,
+        };
+        // A panicking handler answers internal_error with this request's trace id; the
+        // transports catch anything that escapes elsewhere.
+        let result = caught.unwrap_or_else(|_| {
+            if let Some(call) = &call {
+                call.finish(Outcome::Panic);
+            }
+            tracing::error!(method = %req.method, trace_id = %trace, "handler panicked");
+            let err = DomainError::internal("internal error", None);
+            Err(RpcError::from_domain(&err, trace))
+        });
+        if let Some(call) = &call {
+            // Failures before the tool ran (params, unknown tool, session state); a call
+            // that reached its tool has already recorded its outcome.
+            call.finish(match &result {
+                Ok(_) => Outcome::Success,
+                Err(e) => Outcome::Failed(class_of(e)),
+            });
+        }
+        match result {
             Ok(result) => Answer {
                 frame: rpc::success(&req.id, &result),
                 missing_scopes: Vec::new(),
@@ -115,6 +151,7 @@ impl App {
         session: &Session,
         req: &Request,
         trace: TraceId,
+        call: Option<&CallSpan>,
     ) -> Result<Reply, RpcError> {
         let method = req.method.as_str();
         if !METHODS.contains(&method) {
@@ -142,10 +179,12 @@ impl App {
             "ping" => Ok(Reply::Json(json!({}))),
             "logging/setLevel" => set_level(session, &req.params, trace).map(Reply::Json),
             "tools/list" => self.tools_list(&req.params, trace),
-            "tools/call" => self
-                .tools_call(session, &req.params, trace)
-                .await
-                .map(Reply::Json),
+            "tools/call" => {
+                let call = call.expect("answer() opens a span for every tools/call");
+                self.tools_call(session, &req.params, call)
+                    .await
+                    .map(Reply::Json)
+            }
             "tasks/get" | "tasks/result" | "tasks/list" | "tasks/cancel" => {
                 tasks::handle(self, session, method, &req.params, trace)
                     .await
@@ -284,6 +323,28 @@ fn set_level(session: &Session, params: &Value, trace: TraceId) -> Result<Value,
 }
 
 pub use crate::lines::truncate;
+
+/// The error class an envelope carries (protocol errors are `input_validation`).
+pub(crate) fn class_of(err: &RpcError) -> ErrorClass {
+    let class = err.data.get("class").and_then(Value::as_str);
+    [
+        ErrorClass::AuthzDenied,
+        ErrorClass::UpstreamUnavailable,
+        ErrorClass::Internal,
+    ]
+    .into_iter()
+    .find(|c| Some(c.as_str()) == class)
+    .unwrap_or(ErrorClass::InputValidation)
+}
+
+/// A request id as plain text, for span attributes.
+pub(crate) fn id_text(id: &RequestId) -> String {
+    match id {
+        RequestId::Int(i) => i.to_string(),
+        RequestId::UInt(u) => u.to_string(),
+        RequestId::Str(s) => truncate(s, 128).to_owned(),
+    }
+}
 
 #[cfg(test)]
 mod tests {

@@ -38,6 +38,10 @@ pub struct Session {
     next_request: AtomicU64,
     /// The principal the transport already verified (HTTP); stdio reads its token source.
     principal: Option<crate::domain::Principal>,
+    /// OTel `network.transport`: `pipe` for stdio, `tcp` for HTTP.
+    network: &'static str,
+    /// The HTTP request's `traceparent` header.
+    traceparent: Option<crate::app::telemetry::Parent>,
 }
 
 impl Session {
@@ -52,6 +56,8 @@ impl Session {
             awaiting: Mutex::new(HashMap::new()),
             next_request: AtomicU64::new(1),
             principal: None,
+            network: "pipe",
+            traceparent: None,
         }
     }
 
@@ -64,10 +70,27 @@ impl Session {
     ) -> Session {
         let mut s = Session::new(outbound);
         s.principal = Some(principal);
+        s.network = "tcp";
         if !initialize {
             s.mark_initialized(false);
         }
         s
+    }
+
+    /// Continues the trace of the request's `traceparent` header.
+    pub fn with_traceparent(mut self, parent: Option<crate::app::telemetry::Parent>) -> Session {
+        self.traceparent = parent;
+        self
+    }
+
+    /// The trace context the transport received, if any.
+    pub fn traceparent(&self) -> Option<crate::app::telemetry::Parent> {
+        self.traceparent
+    }
+
+    /// OTel `network.transport` of this session.
+    pub fn network(&self) -> &'static str {
+        self.network
     }
 
     /// The transport-verified principal, if any.

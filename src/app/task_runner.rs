@@ -16,11 +16,13 @@ use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use crate::app::telemetry::{Outcome, TaskSpan};
 use crate::app::trace::random_bytes;
 use crate::domain::cuo::Progress;
 use crate::domain::task::{Task, TaskFailure, TaskStatus, orphaned};
 use crate::domain::{CallCtx, DomainError, JsonText, TaskId, TenantId};
 use crate::ports::{NewTask, Ports, ProgressSink, SkillRun, StopSink, TaskOutcome, WorkflowRun};
+use tracing::Instrument;
 
 /// How long a lease holds without a heartbeat.
 pub const LEASE: Duration = Duration::from_secs(15);
@@ -149,8 +151,14 @@ impl TaskRunner {
         );
         let runner = Arc::clone(self);
         let running = task.clone();
+        let span = TaskSpan::start(&task, &ctx);
+        let in_span = span.span().clone();
         self.tracker.spawn(async move {
-            runner.run(ctx, running.clone(), work, progress, stop).await;
+            let outcome = runner
+                .run(ctx, running.clone(), work, progress, stop)
+                .instrument(in_span)
+                .await;
+            span.finish(outcome);
             runner.lock().remove(&running.id);
             let _ = done_tx.send(true);
             runner.finished.send_modify(|n| *n += 1);
@@ -166,7 +174,7 @@ impl TaskRunner {
         work: Work,
         progress: Option<ProgressTarget>,
         stop: CancellationToken,
-    ) {
+    ) -> Outcome {
         let (tx, mut rx) = mpsc::unbounded_channel();
         let sink = ChannelSink(tx);
         let cuo = Arc::clone(&self.ports.cuo);
@@ -212,7 +220,7 @@ impl TaskRunner {
         drop(call);
         let Some(result) = outcome else {
             tracing::info!(task_id = %task.id, "task stopped");
-            return;
+            return Outcome::Cancelled;
         };
         let outcome = match result {
             Ok(output) => TaskOutcome {
@@ -232,6 +240,10 @@ impl TaskRunner {
         self.store_outcome(&task, &outcome).await;
         if task.tool == crate::domain::Tool::ExecuteWorkflow {
             self.audit_invocation(&ctx, &task, &outcome).await;
+        }
+        match &outcome.failure {
+            None => Outcome::Success,
+            Some(f) => Outcome::Failed(f.class),
         }
     }
 

@@ -347,3 +347,16 @@ fn max_tasks_per_tenant() -> usize {
         }),
     }
 }
+
+/// Span export for commands that run tools (serving, `call`), when a collector is set.
+///
+/// # Errors
+/// The endpoint is unusable, or the export thread could not start.
+pub fn span_export(config: &Config) -> Result<Option<crate::adapters::otlp::Otlp>, ConfigError> {
+    config
+        .otlp_endpoint
+        .as_deref()
+        .map(crate::adapters::otlp::start)
+        .transpose()
+        .map_err(ConfigError)
+}

@@ -24,6 +24,8 @@ pub enum Behaviour {
     Panic,
     /// Report the upstream as down.
     Down,
+    /// Fail with an internal error (a broken upstream answer).
+    Broken,
 }
 
 /// A skill index over a fixed list.
@@ -56,6 +58,7 @@ impl StaticSkills {
             }
             Behaviour::Panic => panic!("scripted panic in the skill index"),
             Behaviour::Down => Err(DomainError::unavailable(Upstream::Skills, None)),
+            Behaviour::Broken => Err(DomainError::internal("the skill index is corrupt", None)),
         }
     }
 }

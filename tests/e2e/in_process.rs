@@ -21,7 +21,7 @@ use crate::fakes::{
 use crate::schema::check_frame;
 use crate::support::{assert_envelope, init_params};
 
-struct Client {
+pub(crate) struct Client {
     write: tokio::io::WriteHalf<DuplexStream>,
     read: Lines<BufReader<tokio::io::ReadHalf<DuplexStream>>>,
     methods: std::collections::HashMap<String, String>,
@@ -29,7 +29,12 @@ struct Client {
 }
 
 impl Client {
-    async fn start(skills: Behaviour, settings: Settings) -> Client {
+    pub(crate) async fn start(skills: Behaviour, settings: Settings) -> Client {
+        Client::start_as(skills, settings, "full").await
+    }
+
+    /// A client whose stdio token is `token` (see `StaticTokens`).
+    pub(crate) async fn start_as(skills: Behaviour, settings: Settings, token: &str) -> Client {
         let ports = Ports {
             tasks: Arc::new(Unavailable::new(
                 Upstream::TaskStore,
@@ -41,7 +46,7 @@ impl Client {
             clock: Arc::new(FixedClock(Timestamp::from_unix_millis(0))),
             ledger: Arc::new(InMemoryLedger::default()),
         };
-        let identity = Identity::new(Arc::new(StaticTokens), StdioToken::Literal("full".into()));
+        let identity = Identity::new(Arc::new(StaticTokens), StdioToken::Literal(token.into()));
         let app = App::new(ports, settings, identity);
         let (client, server) = tokio::io::duplex(1 << 20);
         let (server_read, server_write) = tokio::io::split(server);
@@ -90,13 +95,13 @@ impl Client {
         frame
     }
 
-    async fn request(&mut self, id: i64, method: &str, params: Value) -> Value {
+    pub(crate) async fn request(&mut self, id: i64, method: &str, params: Value) -> Value {
         self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
             .await;
         self.recv().await
     }
 
-    async fn call(&mut self, id: i64, tool: &str, args: Value) -> Value {
+    pub(crate) async fn call(&mut self, id: i64, tool: &str, args: Value) -> Value {
         self.request(id, "tools/call", json!({"name": tool, "arguments": args}))
             .await
     }

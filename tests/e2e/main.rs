@@ -1,6 +1,7 @@
 //! The integration suite: one crate, scenarios in modules.
 
 mod cli;
+mod collector;
 mod contracts;
 mod cuo;
 mod cuo_runner;
@@ -17,4 +18,5 @@ mod stdio_binary;
 mod support;
 mod task_store;
 mod tasks;
+mod telemetry;
 mod tidy;

@@ -67,6 +67,17 @@ impl MemoryServer {
         ));
     }
 
+    /// The entries of `tenant`, oldest first.
+    pub fn entries(&self, tenant: &str) -> Vec<Value> {
+        let inner = self.state.lock().unwrap();
+        inner
+            .entries
+            .iter()
+            .filter(|(t, _, _)| t == tenant)
+            .map(|(_, _, e)| e.clone())
+            .collect()
+    }
+
     pub fn count(&self) -> usize {
         self.state.lock().unwrap().entries.len()
     }

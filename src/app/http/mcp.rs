@@ -28,8 +28,9 @@ use crate::app::http::{Shared, reply, sse};
 use crate::app::rpc::{
     self, INVALID_REQUEST, Incoming, Request as RpcRequest, RequestId, RpcError,
 };
-use crate::app::server::{Answer, PROTOCOL_VERSION};
+use crate::app::server::{Answer, PROTOCOL_VERSION, id_text};
 use crate::app::session::Session;
+use crate::app::telemetry::{self, CallSpan, Outcome};
 use crate::app::trace::new_trace_id;
 use crate::domain::{DomainError, Principal, TaskSupport, Tool};
 
@@ -115,14 +116,21 @@ async fn post(s: &Shared, headers: &HeaderMap, body: Body) -> Response {
             "Accept application/json and text/event-stream.",
         );
     }
+    // W3C trace context from the HTTP client; `params._meta.traceparent` wins over it.
+    let parent = headers
+        .get("traceparent")
+        .and_then(|v| v.to_str().ok())
+        .and_then(telemetry::parse_traceparent);
     let token = gate::bearer_token(headers);
     let principal = s.app.identity().bearer_principal(token).await;
     let body = read_body(body, headers).await;
     let principal = match principal {
         Ok(p) => p,
         Err(e) => {
-            let id = body.as_deref().ok().and_then(request_id);
-            return unauthorized(s, token.is_some(), &e, id.as_ref());
+            let bytes = body.as_deref().ok();
+            let id = bytes.and_then(request_id);
+            let req = bytes.and_then(request_of);
+            return unauthorized(s, token.is_some(), &e, id.as_ref(), req.as_ref(), parent);
         }
     };
     let bytes = match body {
@@ -140,7 +148,7 @@ async fn post(s: &Shared, headers: &HeaderMap, body: Body) -> Response {
                 new_trace_id(),
             ),
         ),
-        Ok(Incoming::Request(req)) => request(s, accept, principal, req, permit).await,
+        Ok(Incoming::Request(req)) => request(s, accept, principal, req, parent, permit).await,
         Ok(other) => {
             // Notifications and responses: accepted; nothing is sent back on this POST.
             let (tx, _) = mpsc::channel(1);
@@ -153,14 +161,35 @@ async fn post(s: &Shared, headers: &HeaderMap, body: Body) -> Response {
     }
 }
 
-/// 401 with the RFC 9728 challenge and the envelope of why.
+/// 401 with the RFC 9728 challenge and the envelope of why. A refused `tools/call` still
+/// gets its span (tenant `unknown`, outcome `authz_denied`).
 fn unauthorized(
     s: &Shared,
     presented: bool,
     err: &DomainError,
     id: Option<&RequestId>,
+    req: Option<&RpcRequest>,
+    parent: Option<telemetry::Parent>,
 ) -> Response {
-    let rpc = s.app.domain_failure(err, new_trace_id());
+    let call = req.filter(|r| r.method == "tools/call").map(|r| {
+        let call = CallSpan::start(parent, &id_text(&r.id), "tcp");
+        if let Some(name) = r.params.get("name").and_then(Value::as_str) {
+            call.tool(name);
+        }
+        call
+    });
+    let trace = match (&call, parent) {
+        (Some(call), _) => call.trace_id(),
+        (None, Some(p)) => p.trace_id,
+        (None, None) => new_trace_id(),
+    };
+    let rpc = {
+        let _in = call.as_ref().map(|c| c.span().enter());
+        s.app.domain_failure(err, trace)
+    };
+    if let Some(call) = &call {
+        call.finish(Outcome::Failed(err.class()));
+    }
     let resp = reply::rpc_error(StatusCode::UNAUTHORIZED, id, &rpc);
     if presented {
         reply::challenge(resp, &format!("{}, error=\"invalid_token\"", s.challenge))
@@ -175,6 +204,14 @@ fn request_id(bytes: &[u8]) -> Option<RequestId> {
         Ok(Incoming::Request(r)) => Some(r.id),
         Ok(_) => None,
         Err(e) => e.id,
+    }
+}
+
+/// The request in a body, if it is one.
+fn request_of(bytes: &[u8]) -> Option<RpcRequest> {
+    match rpc::parse_frame(bytes) {
+        Ok(Incoming::Request(r)) => Some(r),
+        _ => None,
     }
 }
 
@@ -235,6 +272,7 @@ async fn request(
     accept: Accept,
     principal: Principal,
     req: RpcRequest,
+    parent: Option<telemetry::Parent>,
     permit: OwnedSemaphorePermit,
 ) -> Response {
     let method = req.method.clone();
@@ -253,7 +291,8 @@ async fn request(
     let stream = (accept.sse && (progress || method == "tasks/result")) || !accept.json;
     let waits = method == "tasks/result" || waits_for_task(s, &req);
     let (tx, outbound) = mpsc::channel(OUTBOUND);
-    let session = Session::stateless(tx, principal, method == "initialize");
+    let session =
+        Session::stateless(tx, principal, method == "initialize").with_traceparent(parent);
     let app = s.app.clone();
     let mut work: Work = Box::pin(async move {
         AssertUnwindSafe(app.answer(&session, req))
@@ -335,15 +374,16 @@ mod tests {
 
     #[test]
     fn a_401_echoes_the_request_id_only() {
+        let id = request_id;
         assert_eq!(
-            request_id(br#"{"jsonrpc":"2.0","id":7,"method":"tools/list"}"#),
+            id(br#"{"jsonrpc":"2.0","id":7,"method":"tools/list"}"#),
             Some(RequestId::Int(7))
         );
         assert_eq!(
-            request_id(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#),
+            id(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#),
             None
         );
-        assert_eq!(request_id(b"[1]"), None);
-        assert_eq!(request_id(b"{"), None);
+        assert_eq!(id(b"[1]"), None);
+        assert_eq!(id(b"{"), None);
     }
 }

@@ -19,7 +19,8 @@ use serde_json::{Map, Value, json};
 use crate::app::rpc::{INVALID_PARAMS, RpcError};
 use crate::app::server::truncate;
 use crate::app::session::Session;
-use crate::app::{App, ToolErrors, trace};
+use crate::app::telemetry::{CallSpan, Outcome};
+use crate::app::{App, ToolErrors};
 use crate::domain::confirm::Confirmation;
 use crate::domain::{
     CallCtx, DomainError, ErrorClass, JsonText, Principal, Timestamp, Tool, ToolSpec, TraceId,
@@ -223,8 +224,9 @@ impl App {
         &self,
         session: &Session,
         params: &Value,
-        trace: TraceId,
+        span: &CallSpan,
     ) -> Result<Value, RpcError> {
+        let trace = span.trace_id();
         let call = CallParams::parse(params).map_err(|m| {
             RpcError::protocol(
                 INVALID_PARAMS,
@@ -233,10 +235,15 @@ impl App {
                 trace,
             )
         })?;
-        let principal = self
-            .principal(session)
-            .await
-            .map_err(|e| self.domain_failure(&e, trace))?;
+        span.tool(&call.name);
+        let principal = match self.principal(session).await {
+            Ok(p) => p,
+            Err(e) => {
+                span.finish(Outcome::Failed(e.class()));
+                return Err(self.domain_failure(&e, trace));
+            }
+        };
+        span.tenant(&principal.tenant);
         let Some(tool) = Tool::from_name(&call.name) else {
             // MCP: an unknown tool is a protocol error, whatever --tool-errors says.
             return Err(RpcError::protocol(
@@ -247,12 +254,14 @@ impl App {
             ));
         };
         let started = Instant::now();
-        let outcome = self.run_tool(session, &principal, tool, &call, trace).await;
+        let ids = (trace, span.span_id());
+        let outcome = self.run_tool(session, &principal, tool, &call, ids).await;
         let duration_ms = started.elapsed().as_millis() as u64;
-        let outcome_name = outcome
+        let result = outcome
             .as_ref()
-            .map_or_else(|e| e.class().as_str(), |_| "success");
-        tracing::info!(tool = tool.name(), tenant = %principal.tenant, outcome = outcome_name, duration_ms, trace_id = %trace, "tool call");
+            .map_or_else(|e| Outcome::Failed(e.class()), |_| Outcome::Success);
+        span.finish(result);
+        tracing::info!(tool = tool.name(), tenant = %principal.tenant, outcome = result.as_str(), duration_ms, "tool call");
         match outcome {
             Ok(result) => Ok(result),
             Err(err) => {
@@ -277,7 +286,7 @@ impl App {
         principal: &Principal,
         tool: Tool,
         call: &CallParams,
-        trace: TraceId,
+        (trace, span_id): (TraceId, [u8; 8]),
     ) -> Result<Value, DomainError> {
         let spec = tool.spec();
         if !principal.has(spec.scope) {
@@ -301,7 +310,7 @@ impl App {
             tenant: principal.tenant,
             actor: principal.actor.clone(),
             trace_id: trace,
-            span_id: trace::new_span_id(),
+            span_id,
         };
         let args = &call.arguments;
         match tool {

@@ -1,0 +1,413 @@
+//! One OpenTelemetry span per `tools/call` and one per task run (CONTRACT §9).
+//!
+//! The spans are `tracing` spans with target [`TARGET`]. When an exporter is configured,
+//! the tracing-opentelemetry layer (filtered to that target, see [`otel_layer`]) makes them
+//! OTel spans, and the request's trace id *is* the OTel trace id: the caller's, when it sent
+//! a `traceparent`, else the one the SDK drew. Without an exporter there is no OTel layer;
+//! the ids come from the caller's `traceparent` or the CSPRNG. Either way the span carries
+//! the trace and span ids into every log line written while the call runs.
+//!
+//! Outcome: `success`, an error class, `panic` (the span was dropped while unwinding; the
+//! transport turns the panic into `internal_error`), or `cancelled` (the client cancelled
+//! the request, or a task was stopped).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+
+use opentelemetry::trace::{SpanContext, SpanId, Status, TraceContextExt, TraceFlags, TraceState};
+use opentelemetry::{Context, KeyValue};
+use tracing::Span;
+use tracing::field::Empty;
+use tracing_opentelemetry::OpenTelemetrySpanExt;
+
+use crate::app::trace::{new_span_id, new_trace_id};
+use crate::domain::task::Task;
+use crate::domain::{CallCtx, ErrorClass, TenantId, TraceId};
+
+/// The `tracing` target of the spans that are exported.
+pub const TARGET: &str = "cyberos::span";
+
+/// The plugin id on every span (seed §8).
+pub const PLUGIN_ID: &str = "cyberos";
+
+/// The W3C trace context a request arrived with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Parent {
+    /// The caller's trace.
+    pub trace_id: TraceId,
+    /// The caller's span.
+    pub span_id: [u8; 8],
+    /// The caller's sampling decision.
+    pub sampled: bool,
+}
+
+/// Parses a W3C `traceparent` (`00-<32 hex>-<16 hex>-<2 hex>`, lowercase). Malformed
+/// values, other versions and all-zero ids are ignored, as the W3C spec asks.
+pub fn parse_traceparent(value: &str) -> Option<Parent> {
+    let mut parts = value.split('-');
+    let (version, trace, parent, flags) =
+        (parts.next()?, parts.next()?, parts.next()?, parts.next()?);
+    let hex = |s: &str, n: usize| {
+        s.len() == n
+            && s.bytes()
+                .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
+    };
+    if parts.next().is_some()
+        || version != "00"
+        || !hex(trace, 32)
+        || !hex(parent, 16)
+        || !hex(flags, 2)
+    {
+        return None;
+    }
+    let span_id = u64::from_str_radix(parent, 16).ok()?.to_be_bytes();
+    if span_id == [0; 8] {
+        return None;
+    }
+    let flags = u8::from_str_radix(flags, 16).ok()?;
+    Some(Parent {
+        trace_id: TraceId::parse(trace)?,
+        span_id,
+        sampled: flags & 1 == 1,
+    })
+}
+
+/// How a call or run ended, for `cyberos.outcome`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// It succeeded.
+    Success,
+    /// It failed with this class.
+    Failed(ErrorClass),
+    /// It was cancelled or stopped before it ended.
+    Cancelled,
+    /// Its handler panicked (the client got `internal_error`).
+    Panic,
+}
+
+impl Outcome {
+    /// The attribute value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Success => "success",
+            Outcome::Failed(class) => class.as_str(),
+            Outcome::Cancelled => "cancelled",
+            Outcome::Panic => "panic",
+        }
+    }
+
+    fn failed(self) -> bool {
+        matches!(self, Outcome::Failed(_) | Outcome::Panic)
+    }
+}
+
+/// An open span that records its duration and outcome when it ends; dropped without an
+/// outcome, it records `panic` if the thread is unwinding, else `cancelled`.
+struct Timed {
+    span: Span,
+    started: Instant,
+    ended: AtomicBool,
+    /// Whether `cyberos.tenant_id` was recorded (the SDK keeps every value set for a key,
+    /// so `unknown` is written only at the end, if nothing else was).
+    tenant_known: AtomicBool,
+}
+
+impl Timed {
+    fn new(span: Span, tenant_known: bool) -> Timed {
+        Timed {
+            span,
+            started: Instant::now(),
+            ended: AtomicBool::new(false),
+            tenant_known: AtomicBool::new(tenant_known),
+        }
+    }
+
+    fn end(&self, outcome: Outcome) {
+        if self.ended.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let (failed, outcome) = (outcome.failed(), outcome.as_str());
+        if !self.tenant_known.load(Ordering::Acquire) {
+            self.span.record("cyberos.tenant_id", "unknown");
+        }
+        let ms = i64::try_from(self.started.elapsed().as_millis()).unwrap_or(i64::MAX);
+        self.span.set_attribute("cyberos.duration_ms", ms);
+        self.span.set_attribute("cyberos.outcome", outcome);
+        if failed {
+            self.span.set_attribute("error.type", outcome);
+            self.span.set_status(Status::error(outcome.to_owned()));
+        } else {
+            self.span.set_status(Status::Ok);
+        }
+    }
+}
+
+impl Drop for Timed {
+    fn drop(&mut self) {
+        self.end(if std::thread::panicking() {
+            Outcome::Panic
+        } else {
+            Outcome::Cancelled
+        });
+    }
+}
+
+/// The span of one `tools/call`.
+pub struct CallSpan {
+    timed: Timed,
+    trace_id: TraceId,
+    span_id: [u8; 8],
+}
+
+impl CallSpan {
+    /// Opens the span, continuing `parent`'s trace when there is one. `request_id` is the
+    /// JSON-RPC id as text; `transport` is `pipe` (stdio) or `tcp` (HTTP).
+    pub fn start(parent: Option<Parent>, request_id: &str, transport: &'static str) -> CallSpan {
+        let span = tracing::info_span!(
+            target: TARGET,
+            parent: None,
+            "tools/call",
+            otel.kind = "server",
+            cyberos.trace_id = Empty,
+            span_id = Empty,
+            cyberos.tenant_id = Empty,
+        );
+        let (trace_id, span_id) = join_trace(&span, parent, None);
+        span.record("cyberos.trace_id", tracing::field::display(trace_id));
+        span.record(
+            "span_id",
+            tracing::field::display(SpanId::from_bytes(span_id)),
+        );
+        for kv in [
+            KeyValue::new("cyberos.plugin_id", PLUGIN_ID),
+            KeyValue::new("rpc.system", "jsonrpc"),
+            KeyValue::new("rpc.method", "tools/call"),
+            KeyValue::new("mcp.method.name", "tools/call"),
+            KeyValue::new("mcp.protocol.version", crate::app::server::PROTOCOL_VERSION),
+            KeyValue::new("jsonrpc.protocol.version", "2.0"),
+            KeyValue::new("jsonrpc.request.id", request_id.to_owned()),
+            KeyValue::new("gen_ai.operation.name", "execute_tool"),
+            KeyValue::new("network.transport", transport),
+        ] {
+            span.set_attribute(kv.key, kv.value);
+        }
+        CallSpan {
+            timed: Timed::new(span, false),
+            trace_id,
+            span_id,
+        }
+    }
+
+    /// The request's trace id.
+    pub fn trace_id(&self) -> TraceId {
+        self.trace_id
+    }
+
+    /// This span's id: the parent id in the `traceparent` sent upstream.
+    pub fn span_id(&self) -> [u8; 8] {
+        self.span_id
+    }
+
+    /// The `tracing` span, to run the call in.
+    pub fn span(&self) -> &Span {
+        &self.timed.span
+    }
+
+    /// Records the tool the call asked for (a known tool's name, or the unknown name as
+    /// sent, shortened).
+    pub fn tool(&self, name: &str) {
+        let name = crate::lines::truncate(name, 128);
+        let span = &self.timed.span;
+        // MCP semantic conventions: "{method} {tool}". The OTel span has started (its ids
+        // were needed), so the name is changed on it directly.
+        span.context()
+            .span()
+            .update_name(format!("tools/call {name}"));
+        span.set_attribute("cyberos.tool_name", name.to_owned());
+        span.set_attribute("gen_ai.tool.name", name.to_owned());
+    }
+
+    /// Records the tenant once its token is verified.
+    pub fn tenant(&self, tenant: &TenantId) {
+        if !self.timed.tenant_known.swap(true, Ordering::AcqRel) {
+            self.timed
+                .span
+                .record("cyberos.tenant_id", tracing::field::display(tenant));
+        }
+    }
+
+    /// Ends the call with its outcome; later calls change nothing.
+    pub fn finish(&self, outcome: Outcome) {
+        self.timed.end(outcome);
+    }
+}
+
+/// The span of one task run: in the call's trace, a child of the call's span and linked to
+/// it (the run outlives the call that started it).
+pub struct TaskSpan {
+    timed: Timed,
+}
+
+impl TaskSpan {
+    /// Opens the span of `task`, started by the call `ctx`.
+    pub fn start(task: &Task, ctx: &CallCtx) -> TaskSpan {
+        let span = tracing::info_span!(
+            target: TARGET,
+            parent: None,
+            "task",
+            otel.kind = "internal",
+            otel.name = format!("task {}", task.tool.name()),
+            cyberos.trace_id = %task.trace_id,
+            span_id = Empty,
+            cyberos.tenant_id = %task.tenant,
+            task_id = %task.id,
+        );
+        let call = Parent {
+            trace_id: task.trace_id,
+            span_id: ctx.span_id,
+            sampled: true,
+        };
+        let (_, span_id) = join_trace(&span, Some(call), Some(call));
+        span.record(
+            "span_id",
+            tracing::field::display(SpanId::from_bytes(span_id)),
+        );
+        for kv in [
+            KeyValue::new("cyberos.plugin_id", PLUGIN_ID),
+            KeyValue::new("cyberos.tool_name", task.tool.name()),
+            KeyValue::new("cyberos.task_id", task.id.to_string()),
+            KeyValue::new("gen_ai.tool.name", task.tool.name()),
+        ] {
+            span.set_attribute(kv.key, kv.value);
+        }
+        TaskSpan {
+            timed: Timed::new(span, true),
+        }
+    }
+
+    /// The `tracing` span, to run the task in.
+    pub fn span(&self) -> &Span {
+        &self.timed.span
+    }
+
+    /// Ends the run with its outcome.
+    pub fn finish(&self, outcome: Outcome) {
+        self.timed.end(outcome);
+    }
+}
+
+/// Puts `span` in `parent`'s trace (and links it to `link`), and returns its trace and
+/// span ids: the OTel ones when an OTel layer is installed, else the parent's trace (or a
+/// new one) and a fresh span id.
+fn join_trace(span: &Span, parent: Option<Parent>, link: Option<Parent>) -> (TraceId, [u8; 8]) {
+    if let Some(p) = parent {
+        // Ignored when no OTel layer is installed or the span is disabled.
+        let _ = span.set_parent(Context::new().with_remote_span_context(span_context(p, true)));
+    }
+    if let Some(l) = link {
+        span.add_link(span_context(l, false));
+    }
+    let cx = span.context();
+    let own = cx.span().span_context().clone();
+    if own.is_valid() {
+        (
+            TraceId::from_bytes(own.trace_id().to_bytes()),
+            own.span_id().to_bytes(),
+        )
+    } else {
+        (
+            parent.map_or_else(new_trace_id, |p| p.trace_id),
+            new_span_id(),
+        )
+    }
+}
+
+fn span_context(p: Parent, remote: bool) -> SpanContext {
+    let flags = if p.sampled {
+        TraceFlags::SAMPLED
+    } else {
+        TraceFlags::default()
+    };
+    SpanContext::new(
+        opentelemetry::trace::TraceId::from_bytes(p.trace_id.bytes()),
+        SpanId::from_bytes(p.span_id),
+        flags,
+        remote,
+        TraceState::default(),
+    )
+}
+
+/// The tracing-opentelemetry layer for `tracer`: only [`TARGET`] spans become OTel spans
+/// (so the HTTP and gRPC stacks' own spans are never exported, the exporter's included),
+/// and `info`-and-above events inside them become span events.
+pub fn otel_layer<S, T>(tracer: T) -> impl tracing_subscriber::Layer<S>
+where
+    S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
+    T: opentelemetry::trace::Tracer + 'static,
+    T::Span: Send + Sync,
+{
+    use tracing_subscriber::Layer;
+    tracing_opentelemetry::layer()
+        .with_tracer(tracer)
+        .with_context_activation(false)
+        .with_tracked_inactivity(false)
+        .with_threads(false)
+        .with_location(false)
+        .with_target(false)
+        .with_level(false)
+        .with_filter(tracing_subscriber::filter::filter_fn(|meta| {
+            if meta.is_span() {
+                meta.target() == TARGET
+            } else {
+                *meta.level() <= tracing::Level::INFO
+            }
+        }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_valid_traceparent_gives_its_ids_and_flag() {
+        let p =
+            parse_traceparent("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01").unwrap();
+        assert_eq!(p.trace_id.to_string(), "4bf92f3577b34da6a3ce929d0e0e4736");
+        assert_eq!(p.span_id, [0x00, 0xf0, 0x67, 0xaa, 0x0b, 0xa9, 0x02, 0xb7]);
+        assert!(p.sampled);
+        let p =
+            parse_traceparent("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00").unwrap();
+        assert!(!p.sampled);
+    }
+
+    #[test]
+    fn malformed_traceparents_are_ignored() {
+        for bad in [
+            "",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7",
+            "01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+            "00-00000000000000000000000000000000-00f067aa0ba902b7-01",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01",
+            "00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01",
+            "00-4bf92f3577b34da6a3ce929d0e0e473-00f067aa0ba902b7-01",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-x",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-+0f067aa0ba902b7-01",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-0g",
+        ] {
+            assert_eq!(parse_traceparent(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn without_an_otel_layer_a_call_continues_the_callers_trace() {
+        let parent = parse_traceparent("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01");
+        let call = CallSpan::start(parent, "1", "pipe");
+        assert_eq!(
+            call.trace_id().to_string(),
+            "4bf92f3577b34da6a3ce929d0e0e4736"
+        );
+        assert_ne!(call.span_id(), parent.unwrap().span_id);
+        let fresh = CallSpan::start(None, "2", "pipe");
+        assert_ne!(fresh.trace_id(), call.trace_id());
+    }
+}
