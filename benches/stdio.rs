@@ -14,6 +14,10 @@ use serde_json::{Value, json};
 
 const BRIDGE: &str = env!("CARGO_BIN_EXE_cyberos-mcp-bridge");
 
+#[path = "../tests/e2e/collector.rs"]
+#[allow(dead_code)]
+mod collector;
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     if args.iter().any(|a| a == "--echo-server") {
@@ -26,6 +30,12 @@ fn main() {
     let data = std::env::temp_dir().join(format!("cyberos-bench-{}", std::process::id()));
 
     println!("cyberos-mcp-bridge stdio benchmark ({n} requests per scenario)\n");
+    if args.iter().any(|a| a == "--collector-down") {
+        let call = json!({"method": "tools/call", "params": {"name": "cyberos.skill.list_skills", "arguments": {"limit": 5}}});
+        collector_down(&data, skills, &call, n);
+        let _ = std::fs::remove_dir_all(&data);
+        return;
+    }
     let start = startup(&data, skills, if quick { 5 } else { 20 });
     println!(
         "startup to first initialize answer: p50 {:.2} ms, max {:.2} ms",
@@ -93,7 +103,58 @@ fn main() {
         "bridge cuo.list_personas, 16 in flight",
         bridge.pipelined(&personas, n / 2, 16),
     );
+    drop(bridge);
+    collector_down(&data, skills, &call, n);
     let _ = std::fs::remove_dir_all(&data);
+}
+
+/// CONTRACT §9: a down collector never slows a call. The same tools/call with no exporter,
+/// with a working OTLP receiver (the test suite's), with `--otlp-endpoint` at a port nobody
+/// listens on, and at a listener that accepts and never answers; three interleaved rounds
+/// each, so the spread between rounds shows the noise.
+fn collector_down(data: &std::path::Path, skills: &str, call: &Value, n: u64) {
+    let refused = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("http://{}", l.local_addr().unwrap())
+    };
+    let hung = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let hung_url = format!("http://{}", hung.local_addr().unwrap());
+    std::thread::spawn(move || {
+        let held: Vec<_> = hung.incoming().flatten().collect();
+        drop(held);
+    });
+    let up = collector::Collector::start();
+    let mut configs = [
+        ("no exporter", Vec::<&str>::new()),
+        (
+            "collector up",
+            vec!["--otlp-endpoint", up.endpoint.as_str()],
+        ),
+        (
+            "collector refused",
+            vec!["--otlp-endpoint", refused.as_str()],
+        ),
+        (
+            "collector never answers",
+            vec!["--otlp-endpoint", hung_url.as_str()],
+        ),
+    ]
+    .map(|(name, args)| {
+        let dir = data.join(name.replace(' ', "-"));
+        (name, Server::bridge_initialized_with(&dir, skills, &args))
+    });
+    println!("\nspan export with the collector down: tools/call list_skills, sequential");
+    for (_, server) in configs.iter_mut() {
+        server.sequential(call, n / 10);
+    }
+    for round in 1..=3 {
+        for (name, server) in configs.iter_mut() {
+            report(
+                &format!("round {round}: {name}"),
+                server.sequential(call, n / 2),
+            );
+        }
+    }
 }
 
 struct Stats {
@@ -288,14 +349,33 @@ impl Server {
 
     /// A freshly started bridge, before the handshake.
     fn bridge_uninitialized(data: &std::path::Path, skills: &str) -> Server {
+        Server::bridge_with(data, skills, &[])
+    }
+
+    fn bridge_with(data: &std::path::Path, skills: &str, extra: &[&str]) -> Server {
         let mut cmd = Command::new(BRIDGE);
         cmd.arg("--dev")
             .arg("--data-dir")
             .arg(data)
             .arg("--skills-dir")
             .arg(skills)
-            .env("RUST_LOG", "error");
+            .args(extra)
+            .env("RUST_LOG", "error")
+            .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
+            .env_remove("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT");
         Server::spawn(cmd)
+    }
+
+    /// As [`Server::bridge`], with extra flags.
+    fn bridge_initialized_with(data: &std::path::Path, skills: &str, extra: &[&str]) -> Server {
+        let mut s = Server::bridge_with(data, skills, extra);
+        s.initialize();
+        s.stdin
+            .write_all(b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n")
+            .unwrap();
+        s.stdin.flush().unwrap();
+        std::thread::sleep(Duration::from_millis(300));
+        s
     }
 }
 

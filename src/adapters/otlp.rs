@@ -62,10 +62,68 @@ enum Control {
     Shutdown(std::sync::mpsc::SyncSender<()>),
 }
 
+/// Ended spans waiting for the export thread. A plain vector under a mutex rather than a
+/// channel: the thread is woken once per full batch (or by its timer), not once per span,
+/// which on a busy stdio bridge costs a context switch per call.
+#[derive(Debug)]
+struct Queue {
+    spans: Mutex<Vec<SpanData>>,
+    full: tokio::sync::Notify,
+    closed: std::sync::atomic::AtomicBool,
+    /// While the collector is failing, spans are dropped where they end, until this many
+    /// milliseconds after `epoch`: freeing a span on the thread that built it is cheap,
+    /// handing it to the export thread to free is not (measured in benches/stdio.rs).
+    paused_until_ms: AtomicU64,
+    epoch: Instant,
+}
+
+impl Default for Queue {
+    fn default() -> Queue {
+        Queue {
+            spans: Mutex::default(),
+            full: tokio::sync::Notify::new(),
+            closed: std::sync::atomic::AtomicBool::new(false),
+            paused_until_ms: AtomicU64::new(0),
+            epoch: Instant::now(),
+        }
+    }
+}
+
+impl Queue {
+    fn now_ms(&self) -> u64 {
+        u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+
+    fn paused(&self) -> bool {
+        self.now_ms() < self.paused_until_ms.load(Ordering::Relaxed)
+    }
+
+    fn pause_for(&self, delay: Duration) {
+        let until = self.now_ms() + u64::try_from(delay.as_millis()).unwrap_or(u64::MAX);
+        self.paused_until_ms.store(until, Ordering::Relaxed);
+    }
+
+    fn resume(&self) {
+        self.paused_until_ms.store(0, Ordering::Relaxed);
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<SpanData>> {
+        self.spans.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Up to [`MAX_BATCH`] of the oldest spans; the rest stay queued (and counted against
+    /// [`QUEUE`]) while they are exported.
+    fn take_batch(&self) -> Vec<SpanData> {
+        let mut spans = self.lock();
+        let n = spans.len().min(MAX_BATCH);
+        spans.drain(..n).collect()
+    }
+}
+
 /// A span processor with a bounded queue and its own export thread.
 #[derive(Debug)]
 pub struct BoundedBatch {
-    spans: mpsc::Sender<SpanData>,
+    queue: Arc<Queue>,
     control: mpsc::UnboundedSender<Control>,
     stats: Arc<ExportStats>,
     worker: Mutex<Option<std::thread::JoinHandle<()>>>,
@@ -93,16 +151,25 @@ impl BoundedBatch {
         // The exporter moves to its thread, so it gets the resource now rather than
         // through `SpanProcessor::set_resource`.
         exporter.set_resource(resource);
-        let (spans, queue) = mpsc::channel(QUEUE);
+        let queue = Arc::new(Queue::default());
+        let worker_queue = Arc::clone(&queue);
         let (control, commands) = mpsc::unbounded_channel();
         let stats = Arc::new(ExportStats::default());
         let worker_stats = Arc::clone(&stats);
         let worker = std::thread::Builder::new()
             .name("otlp-export".into())
-            .spawn(move || runtime.block_on(export_loop(exporter, queue, commands, worker_stats)))
+            .spawn(move || {
+                runtime.block_on(export_loop(
+                    exporter,
+                    &worker_queue,
+                    commands,
+                    &worker_stats,
+                ));
+                worker_queue.closed.store(true, Ordering::Release);
+            })
             .map_err(|e| format!("cannot start the span export thread: {e}"))?;
         Ok(BoundedBatch {
-            spans,
+            queue,
             control,
             stats,
             worker: Mutex::new(Some(worker)),
@@ -134,9 +201,21 @@ impl SpanProcessor for BoundedBatch {
     fn on_start(&self, _span: &mut opentelemetry_sdk::trace::Span, _cx: &opentelemetry::Context) {}
 
     fn on_end(&self, span: SpanData) {
-        // Never blocks: a full queue (or a stopped pipeline) drops the span.
-        if self.spans.try_send(span).is_err() {
+        // Never waits on the exporter: a failing collector, a full queue or a stopped
+        // pipeline drops the span.
+        if self.queue.paused() {
             self.stats.drop_spans(1, None);
+            return;
+        }
+        let mut spans = self.queue.lock();
+        if spans.len() >= QUEUE || self.queue.closed.load(Ordering::Acquire) {
+            drop(spans);
+            self.stats.drop_spans(1, None);
+            return;
+        }
+        spans.push(span);
+        if spans.len() == MAX_BATCH {
+            self.queue.full.notify_one();
         }
     }
 
@@ -157,40 +236,25 @@ impl SpanProcessor for BoundedBatch {
 
 async fn export_loop<E: SpanExporter>(
     exporter: E,
-    mut queue: mpsc::Receiver<SpanData>,
+    queue: &Queue,
     mut commands: mpsc::UnboundedReceiver<Control>,
-    stats: Arc<ExportStats>,
+    stats: &ExportStats,
 ) {
-    let mut batch = Vec::with_capacity(MAX_BATCH);
     let mut tick = tokio::time::interval(BATCH_DELAY);
     let mut warned = Warned::default();
+    let mut backoff = Backoff::default();
     loop {
         tokio::select! {
-            Some(span) = queue.recv() => {
-                batch.push(span);
-                if batch.len() >= MAX_BATCH {
-                    export(&exporter, &mut batch, &stats).await;
-                }
-            }
+            () = queue.full.notified() => export_all(&exporter, queue, stats, &mut backoff).await,
             _ = tick.tick() => {
-                if !batch.is_empty() {
-                    export(&exporter, &mut batch, &stats).await;
-                }
-                warned.maybe_warn(&stats);
+                export_all(&exporter, queue, stats, &mut backoff).await;
+                warned.maybe_warn(stats);
             }
             command = commands.recv() => {
-                while let Ok(span) = queue.try_recv() {
-                    batch.push(span);
-                    if batch.len() >= MAX_BATCH {
-                        export(&exporter, &mut batch, &stats).await;
-                    }
-                }
-                if !batch.is_empty() {
-                    export(&exporter, &mut batch, &stats).await;
-                }
+                export_all(&exporter, queue, stats, &mut backoff).await;
                 match command {
                     Some(Control::Flush(done)) => {
-                        warned.maybe_warn(&stats);
+                        warned.maybe_warn(stats);
                         let _ = done.send(());
                     }
                     Some(Control::Shutdown(done)) => {
@@ -205,15 +269,60 @@ async fn export_loop<E: SpanExporter>(
     }
 }
 
-async fn export<E: SpanExporter>(exporter: &E, batch: &mut Vec<SpanData>, stats: &ExportStats) {
-    let spans = std::mem::replace(batch, Vec::with_capacity(MAX_BATCH));
-    let n = spans.len() as u64;
-    match tokio::time::timeout(EXPORT_TIMEOUT, exporter.export(spans)).await {
-        Ok(Ok(())) => {
-            stats.exported.fetch_add(n, Ordering::Relaxed);
+/// After a failed export, spans are dropped where they end for a while (1 s, doubling to
+/// 30 s), so a down collector costs no queueing, encoding or connection attempts per span.
+#[derive(Default)]
+struct Backoff {
+    delay: Duration,
+}
+
+const MAX_BACKOFF: Duration = Duration::from_secs(30);
+
+impl Backoff {
+    fn failed(&mut self, queue: &Queue) {
+        self.delay = (self.delay * 2).clamp(BATCH_DELAY, MAX_BACKOFF);
+        queue.pause_for(self.delay);
+    }
+
+    fn succeeded(&mut self, queue: &Queue) {
+        self.delay = Duration::ZERO;
+        queue.resume();
+    }
+}
+
+/// Exports everything queued, in batches of at most [`MAX_BATCH`]; while backing off
+/// from a failure, drops them (counted) instead.
+async fn export_all<E: SpanExporter>(
+    exporter: &E,
+    queue: &Queue,
+    stats: &ExportStats,
+    backoff: &mut Backoff,
+) {
+    loop {
+        let batch = queue.take_batch();
+        if batch.is_empty() {
+            return;
         }
-        Ok(Err(e)) => stats.drop_spans(n, Some(failure_text(&e))),
-        Err(_) => stats.drop_spans(n, Some("the collector did not answer in time".into())),
+        if queue.paused() {
+            stats.drop_spans(batch.len() as u64, None);
+            continue;
+        }
+        let n = batch.len() as u64;
+        let failure = match tokio::time::timeout(EXPORT_TIMEOUT, exporter.export(batch)).await {
+            Ok(Ok(())) => None,
+            Ok(Err(e)) => Some(failure_text(&e)),
+            Err(_) => Some("the collector did not answer in time".to_owned()),
+        };
+        match failure {
+            None => {
+                stats.exported.fetch_add(n, Ordering::Relaxed);
+                backoff.succeeded(queue);
+            }
+            Some(why) => {
+                stats.drop_spans(n, Some(why));
+                backoff.failed(queue);
+            }
+        }
     }
 }
 
@@ -231,10 +340,12 @@ struct Warned {
 }
 
 impl Warned {
-    fn maybe_warn(&mut self, stats: &ExportStats) {
+    /// Logs the dropped-span warning if spans were dropped since the last one and a minute
+    /// has passed; returns whether it did.
+    fn maybe_warn(&mut self, stats: &ExportStats) -> bool {
         let dropped = stats.dropped();
         if dropped == self.count || self.at.is_some_and(|t| t.elapsed() < WARN_EVERY) {
-            return;
+            return false;
         }
         let why = stats
             .last_failure
@@ -250,6 +361,7 @@ impl Warned {
         );
         self.at = Some(Instant::now());
         self.count = dropped;
+        true
     }
 }
 
@@ -326,4 +438,114 @@ pub fn start(endpoint: &str) -> Result<Otlp, String> {
 /// TLS for `https://` collectors, trusting the Mozilla root set.
 fn tonic_tls() -> opentelemetry_otlp::tonic_types::transport::ClientTlsConfig {
     opentelemetry_otlp::tonic_types::transport::ClientTlsConfig::new().with_webpki_roots()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use opentelemetry::trace::{Tracer, TracerProvider};
+    use std::sync::atomic::AtomicUsize;
+
+    /// Records how many spans it got, or never answers, or always fails.
+    #[derive(Debug, Clone, Copy)]
+    enum Mode {
+        Take,
+        Hang,
+        Fail,
+    }
+
+    #[derive(Debug, Clone)]
+    struct Scripted(Mode, Arc<AtomicUsize>);
+
+    impl SpanExporter for Scripted {
+        async fn export(&self, batch: Vec<SpanData>) -> OTelSdkResult {
+            match self.0 {
+                Mode::Take => {
+                    self.1.fetch_add(batch.len(), Ordering::Relaxed);
+                    Ok(())
+                }
+                Mode::Hang => std::future::pending().await,
+                Mode::Fail => Err(OTelSdkError::InternalFailure("connection refused".into())),
+            }
+        }
+    }
+
+    fn pipeline(mode: Mode) -> (SdkTracerProvider, Arc<ExportStats>, Arc<AtomicUsize>) {
+        let got = Arc::new(AtomicUsize::new(0));
+        let exporter = Scripted(mode, Arc::clone(&got));
+        let batch =
+            BoundedBatch::start(&Resource::builder().build(), move || Ok(exporter)).unwrap();
+        let stats = batch.stats();
+        let provider = SdkTracerProvider::builder()
+            .with_span_processor(batch)
+            .build();
+        (provider, stats, got)
+    }
+
+    fn emit(provider: &SdkTracerProvider, n: usize) {
+        let tracer = provider.tracer("test");
+        for _ in 0..n {
+            drop(tracer.start("span"));
+        }
+    }
+
+    #[test]
+    fn spans_reach_the_exporter_on_flush() {
+        let (provider, stats, got) = pipeline(Mode::Take);
+        emit(&provider, 1200);
+        provider.force_flush().unwrap();
+        assert_eq!(got.load(Ordering::Relaxed), 1200);
+        assert_eq!((stats.exported(), stats.dropped()), (1200, 0));
+        provider
+            .shutdown_with_timeout(Duration::from_secs(5))
+            .unwrap();
+    }
+
+    #[test]
+    fn a_hung_collector_fills_the_queue_then_spans_are_dropped_and_counted() {
+        let (provider, stats, _) = pipeline(Mode::Hang);
+        // The export thread takes at most one batch before it hangs; the queue holds
+        // QUEUE more; everything beyond is dropped at once, without blocking.
+        let n = QUEUE + 2 * MAX_BATCH + 100;
+        emit(&provider, n);
+        let dropped = stats.dropped() as usize;
+        assert!(
+            dropped >= n - QUEUE - MAX_BATCH && dropped <= n - QUEUE,
+            "{dropped} of {n}"
+        );
+        // Shutdown waits only as long as it is told to.
+        let err = provider.shutdown_with_timeout(Duration::from_millis(200));
+        assert!(err.is_err(), "a hung export cannot finish: {err:?}");
+        assert_eq!(stats.exported(), 0);
+    }
+
+    #[test]
+    fn the_dropped_span_warning_is_logged_at_most_once_a_minute() {
+        let stats = ExportStats::default();
+        let mut warned = Warned::default();
+        assert!(!warned.maybe_warn(&stats), "nothing dropped, nothing said");
+        stats.drop_spans(3, Some("refused".into()));
+        assert!(warned.maybe_warn(&stats));
+        stats.drop_spans(5, None);
+        assert!(!warned.maybe_warn(&stats), "again within the minute");
+        warned.at = Some(Instant::now() - WARN_EVERY);
+        assert!(
+            warned.maybe_warn(&stats),
+            "a minute later, with the new count"
+        );
+        assert_eq!(warned.count, 8);
+    }
+
+    #[test]
+    fn a_failing_collector_counts_its_batches_as_dropped() {
+        let (provider, stats, _) = pipeline(Mode::Fail);
+        emit(&provider, 10);
+        provider.force_flush().unwrap();
+        assert_eq!((stats.exported(), stats.dropped()), (0, 10));
+        let why = stats.last_failure.lock().unwrap().clone().unwrap();
+        assert!(why.contains("connection refused"), "{why}");
+        provider
+            .shutdown_with_timeout(Duration::from_secs(5))
+            .unwrap();
+    }
 }

@@ -21,6 +21,7 @@ use tracing::field::Empty;
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 
 use crate::app::trace::{new_span_id, new_trace_id};
+use crate::domain::ids::hex_lower;
 use crate::domain::task::Task;
 use crate::domain::{CallCtx, ErrorClass, TenantId, TraceId};
 
@@ -173,18 +174,13 @@ impl CallSpan {
             cyberos.tenant_id = Empty,
         );
         let (trace_id, span_id) = join_trace(&span, parent, None);
-        span.record("cyberos.trace_id", tracing::field::display(trace_id));
-        span.record(
-            "span_id",
-            tracing::field::display(SpanId::from_bytes(span_id)),
-        );
+        span.record("cyberos.trace_id", trace_id.to_hex().as_str());
+        span.record("span_id", hex_lower(&span_id).as_str());
         for kv in [
             KeyValue::new("cyberos.plugin_id", PLUGIN_ID),
             KeyValue::new("rpc.system", "jsonrpc"),
-            KeyValue::new("rpc.method", "tools/call"),
             KeyValue::new("mcp.method.name", "tools/call"),
             KeyValue::new("mcp.protocol.version", crate::app::server::PROTOCOL_VERSION),
-            KeyValue::new("jsonrpc.protocol.version", "2.0"),
             KeyValue::new("jsonrpc.request.id", request_id.to_owned()),
             KeyValue::new("gen_ai.operation.name", "execute_tool"),
             KeyValue::new("network.transport", transport),
@@ -268,10 +264,7 @@ impl TaskSpan {
             sampled: true,
         };
         let (_, span_id) = join_trace(&span, Some(call), Some(call));
-        span.record(
-            "span_id",
-            tracing::field::display(SpanId::from_bytes(span_id)),
-        );
+        span.record("span_id", hex_lower(&span_id).as_str());
         for kv in [
             KeyValue::new("cyberos.plugin_id", PLUGIN_ID),
             KeyValue::new("cyberos.tool_name", task.tool.name()),
@@ -339,7 +332,8 @@ fn span_context(p: Parent, remote: bool) -> SpanContext {
 
 /// The tracing-opentelemetry layer for `tracer`: only [`TARGET`] spans become OTel spans
 /// (so the HTTP and gRPC stacks' own spans are never exported, the exporter's included),
-/// and `info`-and-above events inside them become span events.
+/// and warnings and errors logged inside them become span events (the attributes already
+/// say what an `info` line would).
 pub fn otel_layer<S, T>(tracer: T) -> impl tracing_subscriber::Layer<S>
 where
     S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
@@ -359,7 +353,7 @@ where
             if meta.is_span() {
                 meta.target() == TARGET
             } else {
-                *meta.level() <= tracing::Level::INFO
+                *meta.level() <= tracing::Level::WARN
             }
         }))
 }

@@ -31,10 +31,28 @@ impl TraceId {
     }
 }
 
+impl TraceId {
+    /// The 32 lowercase hex digits, without going through `fmt` (this runs on every call).
+    pub fn to_hex(&self) -> String {
+        hex_lower(&self.0)
+    }
+}
+
 impl fmt::Display for TraceId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.0.iter().try_for_each(|b| write!(f, "{b:02x}"))
+        f.write_str(&self.to_hex())
     }
+}
+
+/// Lowercase hex of `bytes`.
+pub fn hex_lower(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        out.push(DIGITS[usize::from(b >> 4)] as char);
+        out.push(DIGITS[usize::from(b & 0xf)] as char);
+    }
+    out
 }
 
 impl fmt::Debug for TraceId {

@@ -153,7 +153,7 @@ pub struct CallCtx {
 impl CallCtx {
     /// The W3C `traceparent` header value for this call.
     pub fn traceparent(&self) -> String {
-        let span: String = self.span_id.iter().map(|b| format!("{b:02x}")).collect();
+        let span = crate::domain::ids::hex_lower(&self.span_id);
         format!("00-{}-{span}-01", self.trace_id)
     }
 }

@@ -1164,3 +1164,96 @@ async fn another_tenants_task_is_not_found_over_http() {
     let own = s.rpc(&a, 5, "tasks/get", json!({"taskId": id})).await;
     assert!(own["result"]["status"].is_string(), "{own}");
 }
+
+#[tokio::test]
+async fn a_traceparent_header_continues_the_callers_trace_through_the_bridge_to_memory() {
+    use crate::collector::{Collector, attr, hex};
+    let collector = Collector::start();
+    let memory = crate::memory_server::MemoryServer::start();
+    let s = Server::start(&[
+        "--otlp-endpoint",
+        &collector.endpoint,
+        "--memory-url",
+        &memory.url,
+    ]);
+    let token = s.token(LOCAL, None);
+    let trace = "5bf92f3577b34da6a3ce929d0e0e4736";
+    let caller = format!("00-{trace}-10f067aa0ba902b7-01");
+    let header = [("traceparent", caller.as_str())];
+    let call = |id: i64, tool: &str, args: Value| {
+        rpc(id, "tools/call", json!({"name": tool, "arguments": args})).to_string()
+    };
+    let read = s
+        .post_with(
+            Some(&token),
+            call(3, "cyberos.memory.read_audit", json!({})),
+            &header,
+        )
+        .await;
+    assert_eq!(read.status, 200, "{}", read.text);
+    let bad = s
+        .post_with(
+            Some(&token),
+            call(4, "cyberos.cuo.route", json!({"query": ""})),
+            &header,
+        )
+        .await;
+    assert_eq!(bad.json()["error"]["data"]["trace_id"], trace);
+    let refused = s
+        .post_with(
+            Some("not.a.jwt"),
+            call(5, "cyberos.skill.list_skills", json!({})),
+            &header,
+        )
+        .await;
+    let frame = error_body(&refused, 401, -32000, "authz_denied");
+    assert_eq!(frame["error"]["data"]["trace_id"], trace);
+
+    let span = |id: &str| {
+        collector
+            .wait_for(Duration::from_secs(10), |s| {
+                attr(s, "jsonrpc.request.id").as_deref() == Some(id)
+            })
+            .span
+    };
+    let read_span = span("3");
+    assert_eq!(hex(&read_span.trace_id), trace);
+    assert_eq!(hex(&read_span.parent_span_id), "10f067aa0ba902b7");
+    assert_eq!(
+        attr(&read_span, "network.transport").as_deref(),
+        Some("tcp")
+    );
+    assert_eq!(
+        attr(&read_span, "cyberos.tenant_id").as_deref(),
+        Some(LOCAL)
+    );
+    assert_eq!(
+        attr(&read_span, "cyberos.outcome").as_deref(),
+        Some("success")
+    );
+    // The memory request carried the trace on, with the bridge's span as its parent.
+    let sent: Vec<String> = memory
+        .headers()
+        .iter()
+        .filter_map(|h| Some(h.get("traceparent")?.to_str().ok()?.to_owned()))
+        .collect();
+    let expected = format!("00-{trace}-{}-01", hex(&read_span.span_id));
+    assert!(
+        sent.contains(&expected),
+        "{sent:?} should contain {expected}"
+    );
+    let refused_span = span("5");
+    assert_eq!(hex(&refused_span.trace_id), trace);
+    assert_eq!(
+        attr(&refused_span, "cyberos.tenant_id").as_deref(),
+        Some("unknown")
+    );
+    assert_eq!(
+        attr(&refused_span, "cyberos.outcome").as_deref(),
+        Some("authz_denied")
+    );
+    assert_eq!(
+        attr(&refused_span, "cyberos.tool_name").as_deref(),
+        Some("cyberos.skill.list_skills")
+    );
+}
