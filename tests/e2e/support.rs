@@ -211,6 +211,23 @@ impl Bridge {
         Some(serde_json::from_str(&line).unwrap())
     }
 
+    /// The bridge's process id.
+    pub fn pid(&self) -> i32 {
+        self.child.id() as i32
+    }
+
+    /// Waits up to `within` for the process to exit by itself (stdin stays open).
+    pub fn wait_exit(&mut self, within: Duration) -> Option<std::process::ExitStatus> {
+        let deadline = std::time::Instant::now() + within;
+        while std::time::Instant::now() < deadline {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return Some(status);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        None
+    }
+
     /// Closes stdin and waits for the exit status.
     pub fn close(mut self) -> std::process::ExitStatus {
         drop(self.stdin.take());

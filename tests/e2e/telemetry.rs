@@ -432,3 +432,44 @@ fn a_bad_otlp_endpoint_is_a_usage_error() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("--otlp-endpoint"), "{err}");
 }
+
+#[test]
+fn sigterm_on_stdio_flushes_the_spans_before_exit() {
+    let collector = Collector::start();
+    let mut b = Bridge::initialized(&["--otlp-endpoint", &collector.endpoint]);
+    let bad = b.call("cyberos.cuo.route", json!({"query": ""}));
+    let trace = envelope_trace(&bad);
+    // Well inside the export thread's 1 s batch delay: only the exit flush can send it.
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(b.pid()),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    let status = b
+        .wait_exit(Duration::from_secs(10))
+        .expect("the bridge exits on SIGTERM");
+    assert!(status.success(), "{status:?}");
+    let got = collector
+        .spans()
+        .into_iter()
+        .find(|r| hex(&r.span.trace_id) == trace);
+    assert!(got.is_some(), "the span was flushed before exit");
+}
+
+#[test]
+fn the_standard_otel_variable_alone_turns_export_on() {
+    let collector = Collector::start();
+    let mut b = Bridge::spawn_with_env(
+        &["--dev"],
+        &[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", collector.endpoint.as_str()),
+            ("OTEL_SERVICE_NAME", "bridge-under-test"),
+        ],
+    );
+    b.initialize();
+    let bad = b.call("cyberos.cuo.route", json!({"query": ""}));
+    let trace = envelope_trace(&bad);
+    assert!(b.close().success());
+    let got = collector.wait_for(Duration::from_secs(1), |s| hex(&s.trace_id) == trace);
+    assert_eq!(got.service, "bridge-under-test");
+}
