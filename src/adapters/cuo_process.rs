@@ -659,6 +659,7 @@ impl CuoRunner for ProcessCuoRunner {
             actor: "cyberos-mcp-bridge check".into(),
             trace_id: TraceId::from_bytes([1; 16]),
             span_id: [1; 8],
+            sampled: true,
         };
         self.list_personas(&ctx).await.map(|_| ())
     }

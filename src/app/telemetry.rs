@@ -158,6 +158,7 @@ pub struct CallSpan {
     timed: Timed,
     trace_id: TraceId,
     span_id: [u8; 8],
+    sampled: bool,
 }
 
 impl CallSpan {
@@ -173,7 +174,7 @@ impl CallSpan {
             span_id = Empty,
             cyberos.tenant_id = Empty,
         );
-        let (trace_id, span_id) = join_trace(&span, parent, None);
+        let (trace_id, span_id, sampled) = join_trace(&span, parent, None);
         span.record("cyberos.trace_id", trace_id.to_hex().as_str());
         span.record("span_id", hex_lower(&span_id).as_str());
         for kv in [
@@ -191,6 +192,7 @@ impl CallSpan {
             timed: Timed::new(span, false),
             trace_id,
             span_id,
+            sampled,
         }
     }
 
@@ -202,6 +204,11 @@ impl CallSpan {
     /// This span's id: the parent id in the `traceparent` sent upstream.
     pub fn span_id(&self) -> [u8; 8] {
         self.span_id
+    }
+
+    /// Whether the trace is sampled (passed on in `traceparent`).
+    pub fn sampled(&self) -> bool {
+        self.sampled
     }
 
     /// The `tracing` span, to run the call in.
@@ -261,9 +268,9 @@ impl TaskSpan {
         let call = Parent {
             trace_id: task.trace_id,
             span_id: ctx.span_id,
-            sampled: true,
+            sampled: ctx.sampled,
         };
-        let (_, span_id) = join_trace(&span, Some(call), Some(call));
+        let (_, span_id, _) = join_trace(&span, Some(call), Some(call));
         span.record("span_id", hex_lower(&span_id).as_str());
         for kv in [
             KeyValue::new("cyberos.plugin_id", PLUGIN_ID),
@@ -289,13 +296,19 @@ impl TaskSpan {
     }
 }
 
-/// Puts `span` in `parent`'s trace (and links it to `link`), and returns its trace and
-/// span ids: the OTel ones when an OTel layer is installed, else the parent's trace (or a
-/// new one) and a fresh span id.
-fn join_trace(span: &Span, parent: Option<Parent>, link: Option<Parent>) -> (TraceId, [u8; 8]) {
+/// Puts `span` in `parent`'s trace (and links it to `link`), and returns its trace id,
+/// span id and sampling decision: the OTel ones when an OTel layer is installed, else the
+/// parent's trace (or a new one), a fresh span id and the parent's decision.
+fn join_trace(
+    span: &Span,
+    parent: Option<Parent>,
+    link: Option<Parent>,
+) -> (TraceId, [u8; 8], bool) {
     if let Some(p) = parent {
+        // A linked parent is this process's own call span; any other came from the caller.
+        let remote = link.is_none();
         // Ignored when no OTel layer is installed or the span is disabled.
-        let _ = span.set_parent(Context::new().with_remote_span_context(span_context(p, true)));
+        let _ = span.set_parent(Context::new().with_remote_span_context(span_context(p, remote)));
     }
     if let Some(l) = link {
         span.add_link(span_context(l, false));
@@ -306,11 +319,13 @@ fn join_trace(span: &Span, parent: Option<Parent>, link: Option<Parent>) -> (Tra
         (
             TraceId::from_bytes(own.trace_id().to_bytes()),
             own.span_id().to_bytes(),
+            own.is_sampled(),
         )
     } else {
         (
             parent.map_or_else(new_trace_id, |p| p.trace_id),
             new_span_id(),
+            parent.is_none_or(|p| p.sampled),
         )
     }
 }
@@ -403,5 +418,25 @@ mod tests {
         assert_ne!(call.span_id(), parent.unwrap().span_id);
         let fresh = CallSpan::start(None, "2", "pipe");
         assert_ne!(fresh.trace_id(), call.trace_id());
+        assert!(call.sampled() && fresh.sampled());
+    }
+
+    #[test]
+    fn a_callers_decision_not_to_sample_travels_on() {
+        let parent = parse_traceparent("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00");
+        let call = CallSpan::start(parent, "1", "pipe");
+        assert!(!call.sampled());
+        let ctx = CallCtx {
+            tenant: TenantId::parse("00000000-0000-4000-8000-000000000001").unwrap(),
+            actor: "a".into(),
+            trace_id: call.trace_id(),
+            span_id: call.span_id(),
+            sampled: call.sampled(),
+        };
+        assert!(ctx.traceparent().ends_with("-00"), "{}", ctx.traceparent());
+        assert!(
+            ctx.traceparent()
+                .starts_with("00-4bf92f3577b34da6a3ce929d0e0e4736-")
+        );
     }
 }

@@ -148,12 +148,15 @@ pub struct CallCtx {
     pub trace_id: TraceId,
     /// The span id of the caller's span, for `traceparent`.
     pub span_id: [u8; 8],
+    /// Whether the trace is sampled (the caller's decision travels on).
+    pub sampled: bool,
 }
 
 impl CallCtx {
     /// The W3C `traceparent` header value for this call.
     pub fn traceparent(&self) -> String {
         let span = crate::domain::ids::hex_lower(&self.span_id);
-        format!("00-{}-{span}-01", self.trace_id)
+        let flags = if self.sampled { "01" } else { "00" };
+        format!("00-{}-{span}-{flags}", self.trace_id)
     }
 }

@@ -18,6 +18,7 @@ fn ctx() -> CallCtx {
         actor: "contract".into(),
         trace_id: TraceId::from_bytes([5; 16]),
         span_id: [6; 8],
+        sampled: true,
     }
 }
 

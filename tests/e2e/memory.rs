@@ -22,6 +22,7 @@ fn ctx(tenant: &str) -> CallCtx {
         actor: "alice".into(),
         trace_id: TraceId::from_bytes([7; 16]),
         span_id: [3; 8],
+        sampled: true,
     }
 }
 

@@ -23,7 +23,7 @@ use crate::app::telemetry::{CallSpan, Outcome};
 use crate::app::{App, ToolErrors};
 use crate::domain::confirm::Confirmation;
 use crate::domain::{
-    CallCtx, DomainError, ErrorClass, JsonText, Principal, Timestamp, Tool, ToolSpec, TraceId,
+    CallCtx, DomainError, ErrorClass, JsonText, Principal, Timestamp, Tool, ToolSpec,
 };
 
 /// The compiled tool catalogue: one argument validator per tool, built once, and the
@@ -254,8 +254,7 @@ impl App {
             ));
         };
         let started = Instant::now();
-        let ids = (trace, span.span_id());
-        let outcome = self.run_tool(session, &principal, tool, &call, ids).await;
+        let outcome = self.run_tool(session, &principal, tool, &call, span).await;
         let duration_ms = started.elapsed().as_millis() as u64;
         let result = outcome
             .as_ref()
@@ -286,8 +285,9 @@ impl App {
         principal: &Principal,
         tool: Tool,
         call: &CallParams,
-        (trace, span_id): (TraceId, [u8; 8]),
+        span: &CallSpan,
     ) -> Result<Value, DomainError> {
+        let trace = span.trace_id();
         let spec = tool.spec();
         if !principal.has(spec.scope) {
             let scope = spec.scope.as_str();
@@ -310,7 +310,8 @@ impl App {
             tenant: principal.tenant,
             actor: principal.actor.clone(),
             trace_id: trace,
-            span_id,
+            span_id: span.span_id(),
+            sampled: span.sampled(),
         };
         let args = &call.arguments;
         match tool {
