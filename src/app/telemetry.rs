@@ -111,15 +111,19 @@ struct Timed {
     /// Whether `cyberos.tenant_id` was recorded (the SDK keeps every value set for a key,
     /// so `unknown` is written only at the end, if nothing else was).
     tenant_known: AtomicBool,
+    /// Whether an OTel layer records this span (else attributes are skipped: only the log
+    /// fields matter).
+    otel: bool,
 }
 
 impl Timed {
-    fn new(span: Span, tenant_known: bool) -> Timed {
+    fn new(span: Span, tenant_known: bool, otel: bool) -> Timed {
         Timed {
             span,
             started: Instant::now(),
             ended: AtomicBool::new(false),
             tenant_known: AtomicBool::new(tenant_known),
+            otel,
         }
     }
 
@@ -130,6 +134,9 @@ impl Timed {
         let (failed, outcome) = (outcome.failed(), outcome.as_str());
         if !self.tenant_known.load(Ordering::Acquire) {
             self.span.record("cyberos.tenant_id", "unknown");
+        }
+        if !self.otel {
+            return;
         }
         let ms = i64::try_from(self.started.elapsed().as_millis()).unwrap_or(i64::MAX);
         self.span.set_attribute("cyberos.duration_ms", ms);
@@ -174,22 +181,30 @@ impl CallSpan {
             span_id = Empty,
             cyberos.tenant_id = Empty,
         );
-        let (trace_id, span_id, sampled) = join_trace(&span, parent, None);
+        let Joined {
+            trace_id,
+            span_id,
+            sampled,
+            otel,
+        } = join_trace(&span, parent, None);
         span.record("cyberos.trace_id", trace_id.to_hex().as_str());
         span.record("span_id", hex_lower(&span_id).as_str());
-        for kv in [
-            KeyValue::new("cyberos.plugin_id", PLUGIN_ID),
-            KeyValue::new("rpc.system", "jsonrpc"),
-            KeyValue::new("mcp.method.name", "tools/call"),
-            KeyValue::new("mcp.protocol.version", crate::app::server::PROTOCOL_VERSION),
-            KeyValue::new("jsonrpc.request.id", request_id.to_owned()),
-            KeyValue::new("gen_ai.operation.name", "execute_tool"),
-            KeyValue::new("network.transport", transport),
-        ] {
+        let attributes = otel.then(|| {
+            [
+                KeyValue::new("cyberos.plugin_id", PLUGIN_ID),
+                KeyValue::new("rpc.system", "jsonrpc"),
+                KeyValue::new("mcp.method.name", "tools/call"),
+                KeyValue::new("mcp.protocol.version", crate::app::server::PROTOCOL_VERSION),
+                KeyValue::new("jsonrpc.request.id", request_id.to_owned()),
+                KeyValue::new("gen_ai.operation.name", "execute_tool"),
+                KeyValue::new("network.transport", transport),
+            ]
+        });
+        for kv in attributes.into_iter().flatten() {
             span.set_attribute(kv.key, kv.value);
         }
         CallSpan {
-            timed: Timed::new(span, false),
+            timed: Timed::new(span, false, otel),
             trace_id,
             span_id,
             sampled,
@@ -220,6 +235,9 @@ impl CallSpan {
     /// sent, shortened).
     pub fn tool(&self, name: &str) {
         let name = crate::lines::truncate(name, 128);
+        if !self.timed.otel {
+            return;
+        }
         let span = &self.timed.span;
         // MCP semantic conventions: "{method} {tool}". The OTel span has started (its ids
         // were needed), so the name is changed on it directly.
@@ -270,18 +288,21 @@ impl TaskSpan {
             span_id: ctx.span_id,
             sampled: ctx.sampled,
         };
-        let (_, span_id, _) = join_trace(&span, Some(call), Some(call));
+        let Joined { span_id, otel, .. } = join_trace(&span, Some(call), Some(call));
         span.record("span_id", hex_lower(&span_id).as_str());
         for kv in [
             KeyValue::new("cyberos.plugin_id", PLUGIN_ID),
             KeyValue::new("cyberos.tool_name", task.tool.name()),
             KeyValue::new("cyberos.task_id", task.id.to_string()),
             KeyValue::new("gen_ai.tool.name", task.tool.name()),
-        ] {
+        ]
+        .into_iter()
+        .filter(|_| otel)
+        {
             span.set_attribute(kv.key, kv.value);
         }
         TaskSpan {
-            timed: Timed::new(span, true),
+            timed: Timed::new(span, true, otel),
         }
     }
 
@@ -296,14 +317,19 @@ impl TaskSpan {
     }
 }
 
-/// Puts `span` in `parent`'s trace (and links it to `link`), and returns its trace id,
-/// span id and sampling decision: the OTel ones when an OTel layer is installed, else the
-/// parent's trace (or a new one), a fresh span id and the parent's decision.
-fn join_trace(
-    span: &Span,
-    parent: Option<Parent>,
-    link: Option<Parent>,
-) -> (TraceId, [u8; 8], bool) {
+/// A span's place in its trace.
+struct Joined {
+    trace_id: TraceId,
+    span_id: [u8; 8],
+    sampled: bool,
+    /// An OTel layer records the span.
+    otel: bool,
+}
+
+/// Puts `span` in `parent`'s trace (and links it to `link`): the OTel ids and sampling
+/// decision when an OTel layer is installed, else the parent's trace (or a new one), a
+/// fresh span id and the parent's decision.
+fn join_trace(span: &Span, parent: Option<Parent>, link: Option<Parent>) -> Joined {
     if let Some(p) = parent {
         // A linked parent is this process's own call span; any other came from the caller.
         let remote = link.is_none();
@@ -316,17 +342,19 @@ fn join_trace(
     let cx = span.context();
     let own = cx.span().span_context().clone();
     if own.is_valid() {
-        (
-            TraceId::from_bytes(own.trace_id().to_bytes()),
-            own.span_id().to_bytes(),
-            own.is_sampled(),
-        )
+        Joined {
+            trace_id: TraceId::from_bytes(own.trace_id().to_bytes()),
+            span_id: own.span_id().to_bytes(),
+            sampled: own.is_sampled(),
+            otel: true,
+        }
     } else {
-        (
-            parent.map_or_else(new_trace_id, |p| p.trace_id),
-            new_span_id(),
-            parent.is_none_or(|p| p.sampled),
-        )
+        Joined {
+            trace_id: parent.map_or_else(new_trace_id, |p| p.trace_id),
+            span_id: new_span_id(),
+            sampled: parent.is_none_or(|p| p.sampled),
+            otel: false,
+        }
     }
 }
 
