@@ -24,3 +24,24 @@ pub fn new_span_id() -> [u8; 8] {
     }
     id
 }
+
+tokio::task_local! {
+    /// The trace id of the HTTP request being answered, from its `traceparent` header.
+    static REQUEST_TRACE: TraceId;
+}
+
+/// Runs `work` with `trace` as the trace id of the replies the transport makes itself
+/// (refusals, limits, timeouts), so they carry the caller's trace too.
+pub async fn with_request_trace<F: Future>(trace: Option<TraceId>, work: F) -> F::Output {
+    match trace {
+        Some(t) => REQUEST_TRACE.scope(t, work).await,
+        None => work.await,
+    }
+}
+
+/// The caller's trace id for a reply the transport makes itself, else a new one.
+pub fn request_trace() -> TraceId {
+    REQUEST_TRACE
+        .try_with(|t| *t)
+        .unwrap_or_else(|_| new_trace_id())
+}

@@ -1208,6 +1208,16 @@ async fn a_traceparent_header_continues_the_callers_trace_through_the_bridge_to_
         .await;
     let frame = error_body(&refused, 401, -32000, "authz_denied");
     assert_eq!(frame["error"]["data"]["trace_id"], trace);
+    // Refusals by the transport itself carry the caller's trace too.
+    let not_acceptable = s
+        .post_with(
+            Some(&token),
+            call(6, "cyberos.skill.list_skills", json!({})),
+            &[("traceparent", caller.as_str()), ("accept", "text/html")],
+        )
+        .await;
+    let frame = error_body(&not_acceptable, 406, -32600, "input_validation");
+    assert_eq!(frame["error"]["data"]["trace_id"], trace);
 
     let span = |id: &str| {
         collector

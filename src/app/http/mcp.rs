@@ -31,7 +31,7 @@ use crate::app::rpc::{
 use crate::app::server::{Answer, PROTOCOL_VERSION, id_text};
 use crate::app::session::Session;
 use crate::app::telemetry::{self, CallSpan, Outcome};
-use crate::app::trace::new_trace_id;
+use crate::app::trace::{self, request_trace};
 use crate::domain::{DomainError, Principal, TaskSupport, Tool};
 
 /// The largest body accepted (CONTRACT §10).
@@ -46,6 +46,23 @@ pub(super) type Work = Pin<Box<dyn Future<Output = Result<Answer, Box<dyn Any + 
 /// Every method on `/mcp` (OPTIONS is answered by the CORS edge).
 pub async fn endpoint(State(s): State<Arc<Shared>>, req: Request) -> Response {
     let (parts, body) = req.into_parts();
+    // W3C trace context from the HTTP client: every reply carries its trace id, and calls
+    // continue its trace (`params._meta.traceparent` wins over it).
+    let parent = parts
+        .headers
+        .get("traceparent")
+        .and_then(|v| v.to_str().ok())
+        .and_then(telemetry::parse_traceparent);
+    let trace = parent.map(|p| p.trace_id);
+    trace::with_request_trace(trace, answer(s, parts, body, parent)).await
+}
+
+async fn answer(
+    s: Arc<Shared>,
+    parts: axum::http::request::Parts,
+    body: Body,
+    parent: Option<telemetry::Parent>,
+) -> Response {
     let origin = parts
         .extensions
         .get::<Origin>()
@@ -60,7 +77,7 @@ pub async fn endpoint(State(s): State<Arc<Shared>>, req: Request) -> Response {
             "This stateless server has no GET stream and no sessions to DELETE; POST each JSON-RPC message to /mcp.",
         );
     }
-    post(&s, &parts.headers, body).await
+    post(&s, &parts.headers, body, parent).await
 }
 
 /// The Origin and Host checks (403).
@@ -80,7 +97,12 @@ pub fn admit(s: &Shared, origin: Origin, headers: &HeaderMap) -> Option<Response
     None
 }
 
-async fn post(s: &Shared, headers: &HeaderMap, body: Body) -> Response {
+async fn post(
+    s: &Shared,
+    headers: &HeaderMap,
+    body: Body,
+    parent: Option<telemetry::Parent>,
+) -> Response {
     let Ok(permit) = Arc::clone(&s.gauges.inflight).try_acquire_owned() else {
         return reply::overloaded();
     };
@@ -94,7 +116,7 @@ async fn post(s: &Shared, headers: &HeaderMap, body: Body) -> Response {
                 INVALID_REQUEST,
                 "unsupported MCP-Protocol-Version",
                 "This bridge speaks MCP 2025-11-25 only: send MCP-Protocol-Version: 2025-11-25 (or none) and initialize with 2025-11-25.",
-                new_trace_id(),
+                request_trace(),
             )
             .with_data("supported", serde_json::json!([PROTOCOL_VERSION])),
         );
@@ -116,11 +138,6 @@ async fn post(s: &Shared, headers: &HeaderMap, body: Body) -> Response {
             "Accept application/json and text/event-stream.",
         );
     }
-    // W3C trace context from the HTTP client; `params._meta.traceparent` wins over it.
-    let parent = headers
-        .get("traceparent")
-        .and_then(|v| v.to_str().ok())
-        .and_then(telemetry::parse_traceparent);
     let token = gate::bearer_token(headers);
     let principal = s.app.identity().bearer_principal(token).await;
     let body = read_body(body, headers).await;
@@ -145,7 +162,7 @@ async fn post(s: &Shared, headers: &HeaderMap, body: Body) -> Response {
                 e.code,
                 e.message,
                 "POST exactly one JSON-RPC 2.0 object per request.",
-                new_trace_id(),
+                request_trace(),
             ),
         ),
         Ok(Incoming::Request(req)) => request(s, accept, principal, req, parent, permit).await,
@@ -181,7 +198,7 @@ fn unauthorized(
     let trace = match (&call, parent) {
         (Some(call), _) => call.trace_id(),
         (None, Some(p)) => p.trace_id,
-        (None, None) => new_trace_id(),
+        (None, None) => request_trace(),
     };
     let rpc = {
         let _in = call.as_ref().map(|c| c.span().enter());

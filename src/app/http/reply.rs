@@ -10,7 +10,7 @@ use axum::response::Response;
 use serde_json::Map;
 
 use crate::app::rpc::{self, INVALID_REQUEST, RequestId, RpcError};
-use crate::app::trace::new_trace_id;
+use crate::app::trace::request_trace;
 use crate::domain::ErrorClass;
 
 /// A response with a JSON body.
@@ -29,7 +29,7 @@ pub fn rpc_error(status: StatusCode, id: Option<&RequestId>, err: &RpcError) -> 
 
 /// A protocol error the client can fix (class `input_validation`), without an id.
 pub fn protocol(status: StatusCode, code: i32, message: impl Into<String>, hint: &str) -> Response {
-    let err = RpcError::protocol(code, message, hint, new_trace_id());
+    let err = RpcError::protocol(code, message, hint, request_trace());
     rpc_error(status, None, &err)
 }
 
@@ -43,7 +43,7 @@ pub fn forbidden(message: &str, hint: &str) -> Response {
 pub fn envelope(class: ErrorClass, message: &str, hint: &str) -> RpcError {
     let mut data = Map::new();
     data.insert("class".into(), class.as_str().into());
-    data.insert("trace_id".into(), new_trace_id().to_string().into());
+    data.insert("trace_id".into(), request_trace().to_string().into());
     data.insert("hint".into(), hint.into());
     RpcError {
         code: class.code(),
