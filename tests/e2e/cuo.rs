@@ -207,3 +207,39 @@ fn a_callers_traceparent_continues_into_errors_and_the_cuo_context() {
     let fresh = b.call("cyberos.cuo.route", json!({"query": ""}));
     assert_ne!(fresh["error"]["data"]["trace_id"], trace);
 }
+
+#[test]
+fn a_child_that_crashes_during_a_workflow_fails_its_task_and_the_bridge_serves_on() {
+    let mut b = Bridge::initialized(&["--cuo-command", &fixture_command()]);
+    let resp = b.call(
+        "cyberos.cuo.execute_workflow",
+        json!({"persona": "chief-technology-officer", "workflow": "crash-midway"}),
+    );
+    let id = resp["result"]["structuredContent"]["task_id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("a task handle: {resp}"))
+        .to_owned();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let got = b.request("tasks/get", json!({"taskId": id}));
+        if got["result"]["status"] == "failed" {
+            break;
+        }
+        assert_ne!(got["result"]["status"], "completed", "{got}");
+        assert!(Instant::now() < deadline, "the task never failed: {got}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let result = b.request("tasks/result", json!({"taskId": id}));
+    let data = assert_envelope(&result, -32050, "upstream_unavailable");
+    let message = result["error"]["message"].as_str().unwrap();
+    assert_eq!(
+        message, "the CUO orchestrator is unavailable",
+        "no process details leak"
+    );
+    assert_eq!(
+        data["_meta"]["io.modelcontextprotocol/related-task"]["taskId"],
+        id.as_str()
+    );
+    // Short calls still work: a fresh child serves them.
+    assert_eq!(alternates(&route(&mut b, "pid")).len(), 1);
+}
