@@ -24,11 +24,14 @@ fn main() {
     };
     // Only commands that run tools have spans to export.
     let exports = matches!(cli.command, None | Some(Command::Call { .. }));
-    let otlp = if exports {
+    let mut otlp = if exports {
         wiring::span_export(&config).unwrap_or_else(|e| usage_error(&e))
     } else {
         None
     };
+    if let Some(otlp) = otlp.as_mut() {
+        telemetry::set_export_gate(otlp.take_gate());
+    }
     init_logs(config.log_format, otlp.as_ref());
     // stdio serves one client: a single-threaded reactor avoids a cross-thread wake-up per
     // message (measured in benches/stdio.rs). HTTP serves many and uses every core.

@@ -75,6 +75,8 @@ struct Queue {
     /// handing it to the export thread to free is not (measured in benches/stdio.rs).
     paused_until_ms: AtomicU64,
     epoch: Instant,
+    /// `spans.len()`, readable without the lock.
+    queued: std::sync::atomic::AtomicUsize,
 }
 
 impl Default for Queue {
@@ -85,6 +87,7 @@ impl Default for Queue {
             closed: std::sync::atomic::AtomicBool::new(false),
             paused_until_ms: AtomicU64::new(0),
             epoch: Instant::now(),
+            queued: std::sync::atomic::AtomicUsize::new(0),
         }
     }
 }
@@ -116,7 +119,9 @@ impl Queue {
     fn take_batch(&self) -> Vec<SpanData> {
         let mut spans = self.lock();
         let n = spans.len().min(MAX_BATCH);
-        spans.drain(..n).collect()
+        let batch = spans.drain(..n).collect();
+        self.queued.store(spans.len(), Ordering::Relaxed);
+        batch
     }
 }
 
@@ -181,6 +186,20 @@ impl BoundedBatch {
         Arc::clone(&self.stats)
     }
 
+    /// A check for span producers: `false` (and the span counted as dropped) while the
+    /// collector is failing or the queue is full, so such spans need not be built at all.
+    pub fn gate(&self) -> impl Fn() -> bool + Send + Sync + 'static {
+        let queue = Arc::clone(&self.queue);
+        let stats = Arc::clone(&self.stats);
+        move || {
+            let open = !queue.paused() && queue.queued.load(Ordering::Relaxed) < QUEUE;
+            if !open {
+                stats.drop_spans(1, None);
+            }
+            open
+        }
+    }
+
     /// Sends a command and waits at most `wait` for the export thread to carry it out.
     fn command(
         &self,
@@ -214,6 +233,7 @@ impl SpanProcessor for BoundedBatch {
             return;
         }
         spans.push(span);
+        self.queue.queued.store(spans.len(), Ordering::Relaxed);
         if spans.len() == MAX_BATCH {
             self.queue.full.notify_one();
         }
@@ -369,9 +389,16 @@ impl Warned {
 pub struct Otlp {
     provider: SdkTracerProvider,
     stats: Arc<ExportStats>,
+    gate: Box<dyn Fn() -> bool + Send + Sync>,
 }
 
 impl Otlp {
+    /// Whether spans are exported now (see [`BoundedBatch::gate`]); hand it to
+    /// `telemetry::set_export_gate`.
+    pub fn take_gate(&mut self) -> Box<dyn Fn() -> bool + Send + Sync> {
+        std::mem::replace(&mut self.gate, Box::new(|| true))
+    }
+
     /// The tracer the `tracing` layer records into.
     pub fn tracer(&self) -> opentelemetry_sdk::trace::SdkTracer {
         use opentelemetry::trace::TracerProvider;
@@ -428,11 +455,16 @@ pub fn start(endpoint: &str) -> Result<Otlp, String> {
         builder.build().map_err(|e| format!("--otlp-endpoint: {e}"))
     })?;
     let stats = processor.stats();
+    let gate = Box::new(processor.gate());
     let provider = SdkTracerProvider::builder()
         .with_span_processor(processor)
         .with_resource(resource)
         .build();
-    Ok(Otlp { provider, stats })
+    Ok(Otlp {
+        provider,
+        stats,
+        gate,
+    })
 }
 
 /// TLS for `https://` collectors, trusting the Mozilla root set.
@@ -471,15 +503,23 @@ mod tests {
     }
 
     fn pipeline(mode: Mode) -> (SdkTracerProvider, Arc<ExportStats>, Arc<AtomicUsize>) {
+        let (provider, stats, got, _) = gated_pipeline(mode);
+        (provider, stats, got)
+    }
+
+    type Gate = Box<dyn Fn() -> bool + Send + Sync>;
+
+    fn gated_pipeline(mode: Mode) -> (SdkTracerProvider, Arc<ExportStats>, Arc<AtomicUsize>, Gate) {
         let got = Arc::new(AtomicUsize::new(0));
         let exporter = Scripted(mode, Arc::clone(&got));
         let batch =
             BoundedBatch::start(&Resource::builder().build(), move || Ok(exporter)).unwrap();
+        let gate: Gate = Box::new(batch.gate());
         let stats = batch.stats();
         let provider = SdkTracerProvider::builder()
             .with_span_processor(batch)
             .build();
-        (provider, stats, got)
+        (provider, stats, got, gate)
     }
 
     fn emit(provider: &SdkTracerProvider, n: usize) {
@@ -534,6 +574,20 @@ mod tests {
             "a minute later, with the new count"
         );
         assert_eq!(warned.count, 8);
+    }
+
+    #[test]
+    fn after_a_failed_export_the_gate_shuts_and_counts_what_it_turns_away() {
+        let (provider, stats, _, gate) = gated_pipeline(Mode::Fail);
+        assert!(gate(), "open before anything failed");
+        emit(&provider, 3);
+        provider.force_flush().unwrap();
+        assert_eq!(stats.dropped(), 3);
+        assert!(!gate(), "shut while backing off");
+        assert_eq!(stats.dropped(), 4, "a span turned away is a dropped span");
+        provider
+            .shutdown_with_timeout(Duration::from_secs(5))
+            .unwrap();
     }
 
     #[test]

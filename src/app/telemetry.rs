@@ -27,6 +27,34 @@ use crate::domain::{CallCtx, ErrorClass, TenantId, TraceId};
 
 /// The `tracing` target of the spans that are exported.
 pub const TARGET: &str = "cyberos::span";
+/// The target of the same spans while export is shut (they still carry ids into logs).
+const UNEXPORTED: &str = "cyberos::span::unexported";
+
+/// Whether spans are exported now; installed by `main` with the export pipeline.
+type Gate = Box<dyn Fn() -> bool + Send + Sync>;
+static EXPORT_GATE: std::sync::OnceLock<Gate> = std::sync::OnceLock::new();
+
+/// Installs the check the call and task spans ask before they are built: while the
+/// collector is failing (or the queue is full) they are not recorded at all, so a down
+/// collector costs a call nothing (the gate counts them as dropped).
+pub fn set_export_gate(gate: Gate) {
+    let _ = EXPORT_GATE.set(gate);
+}
+
+fn exporting() -> bool {
+    EXPORT_GATE.get().is_none_or(|open| open())
+}
+
+/// A span of [`TARGET`] when export is open, else of a target the OTel layer ignores.
+macro_rules! gated_span {
+    ($($rest:tt)*) => {
+        if exporting() {
+            tracing::info_span!(target: TARGET, parent: None, $($rest)*)
+        } else {
+            tracing::info_span!(target: UNEXPORTED, parent: None, $($rest)*)
+        }
+    };
+}
 
 /// The plugin id on every span (seed §8).
 pub const PLUGIN_ID: &str = "cyberos";
@@ -172,9 +200,7 @@ impl CallSpan {
     /// Opens the span, continuing `parent`'s trace when there is one. `request_id` is the
     /// JSON-RPC id as text; `transport` is `pipe` (stdio) or `tcp` (HTTP).
     pub fn start(parent: Option<Parent>, request_id: &str, transport: &'static str) -> CallSpan {
-        let span = tracing::info_span!(
-            target: TARGET,
-            parent: None,
+        let span = gated_span!(
             "tools/call",
             otel.kind = "server",
             cyberos.trace_id = Empty,
@@ -272,9 +298,7 @@ pub struct TaskSpan {
 impl TaskSpan {
     /// Opens the span of `task`, started by the call `ctx`.
     pub fn start(task: &Task, ctx: &CallCtx) -> TaskSpan {
-        let span = tracing::info_span!(
-            target: TARGET,
-            parent: None,
+        let span = gated_span!(
             "task",
             otel.kind = "internal",
             otel.name = format!("task {}", task.tool.name()),
@@ -402,6 +426,7 @@ where
 fn otel_filter() -> tracing_subscriber::filter::Targets {
     tracing_subscriber::filter::Targets::new()
         .with_default(tracing::Level::WARN)
+        .with_target(UNEXPORTED, tracing::level_filters::LevelFilter::OFF)
         .with_target(TARGET, tracing::Level::TRACE)
 }
 
