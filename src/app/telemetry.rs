@@ -7,9 +7,10 @@
 //! the ids come from the caller's `traceparent` or the CSPRNG. Either way the span carries
 //! the trace and span ids into every log line written while the call runs.
 //!
-//! Outcome: `success`, an error class, `panic` (the span was dropped while unwinding; the
-//! transport turns the panic into `internal_error`), or `cancelled` (the client cancelled
-//! the request, or a task was stopped).
+//! Outcome: `success`, an error class, `panic` (the handler panicked: `App::answer` catches
+//! it and answers `internal_error`; a task run that panics records it as its span drops
+//! while unwinding), or `cancelled` (the client cancelled the request, or a task was
+//! stopped).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
