@@ -9,7 +9,7 @@ use crate::app::rpc::{
 };
 use crate::app::session::{LOG_LEVELS, Session};
 use crate::app::telemetry::{self, CallSpan, Outcome};
-use crate::app::{App, tasks, trace};
+use crate::app::{App, tasks};
 use crate::domain::{DomainError, ErrorClass, TraceId};
 use futures::FutureExt;
 use std::panic::AssertUnwindSafe;
@@ -76,11 +76,7 @@ impl App {
             .or_else(|| session.traceparent());
         let call = (req.method == "tools/call")
             .then(|| CallSpan::start(parent, &id_text(&req.id), session.network()));
-        let trace = match (&call, parent) {
-            (Some(call), _) => call.trace_id(),
-            (None, Some(parent)) => parent.trace_id,
-            (None, None) => trace::new_trace_id(),
-        };
+        let trace = telemetry::request_trace_id(call.as_ref(), parent);
         let work =
             AssertUnwindSafe(self.dispatch(session, &req, trace, call.as_ref())).catch_unwind();
         let caught = match &call {

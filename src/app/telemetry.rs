@@ -102,6 +102,14 @@ pub fn parse_traceparent(value: &str) -> Option<Parent> {
     })
 }
 
+/// The trace id of a request: its call span's, else its caller's, else the transport's
+/// (HTTP `traceparent` header) or a new one.
+pub fn request_trace_id(call: Option<&CallSpan>, parent: Option<Parent>) -> TraceId {
+    call.map(CallSpan::trace_id)
+        .or(parent.map(|p| p.trace_id))
+        .unwrap_or_else(crate::app::trace::request_trace)
+}
+
 /// How a call or run ended, for `cyberos.outcome`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Outcome {

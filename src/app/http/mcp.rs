@@ -195,11 +195,7 @@ fn unauthorized(
         }
         call
     });
-    let trace = match (&call, parent) {
-        (Some(call), _) => call.trace_id(),
-        (None, Some(p)) => p.trace_id,
-        (None, None) => request_trace(),
-    };
+    let trace = telemetry::request_trace_id(call.as_ref(), parent);
     let rpc = {
         let _in = call.as_ref().map(|c| c.span().enter());
         s.app.domain_failure(err, trace)
@@ -391,16 +387,15 @@ mod tests {
 
     #[test]
     fn a_401_echoes_the_request_id_only() {
-        let id = request_id;
         assert_eq!(
-            id(br#"{"jsonrpc":"2.0","id":7,"method":"tools/list"}"#),
+            request_id(br#"{"jsonrpc":"2.0","id":7,"method":"tools/list"}"#),
             Some(RequestId::Int(7))
         );
         assert_eq!(
-            id(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#),
+            request_id(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#),
             None
         );
-        assert_eq!(id(b"[1]"), None);
-        assert_eq!(id(b"{"), None);
+        assert_eq!(request_id(b"[1]"), None);
+        assert_eq!(request_id(b"{"), None);
     }
 }
