@@ -433,7 +433,10 @@ impl Otlp {
 /// The endpoint is not a valid URL, or the export thread could not start.
 pub fn start(endpoint: &str) -> Result<Otlp, String> {
     let mut resource = Resource::builder();
-    if std::env::var_os("OTEL_SERVICE_NAME").is_none() {
+    let named_by_env = std::env::var_os("OTEL_SERVICE_NAME").is_some()
+        || std::env::var("OTEL_RESOURCE_ATTRIBUTES")
+            .is_ok_and(|a| a.split(',').any(|kv| kv.trim().starts_with("service.name=")));
+    if !named_by_env {
         resource = resource.with_service_name(env!("CARGO_PKG_NAME"));
     }
     let resource = resource
