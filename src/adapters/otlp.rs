@@ -434,8 +434,10 @@ impl Otlp {
 pub fn start(endpoint: &str) -> Result<Otlp, String> {
     let mut resource = Resource::builder();
     let named_by_env = std::env::var_os("OTEL_SERVICE_NAME").is_some()
-        || std::env::var("OTEL_RESOURCE_ATTRIBUTES")
-            .is_ok_and(|a| a.split(',').any(|kv| kv.trim().starts_with("service.name=")));
+        || std::env::var("OTEL_RESOURCE_ATTRIBUTES").is_ok_and(|a| {
+            a.split(',')
+                .any(|kv| kv.trim().starts_with("service.name="))
+        });
     if !named_by_env {
         resource = resource.with_service_name(env!("CARGO_PKG_NAME"));
     }
