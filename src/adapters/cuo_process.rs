@@ -462,7 +462,11 @@ fn sanitize(message: &str) -> String {
 }
 
 fn ctx_json(ctx: &CallCtx) -> Value {
-    json!({"tenant_id": ctx.tenant.to_string(), "actor_id": ctx.actor, "traceparent": ctx.traceparent()})
+    let mut v = json!({"tenant_id": ctx.tenant.to_string(), "actor_id": ctx.actor, "traceparent": ctx.traceparent()});
+    if let Some(state) = &ctx.tracestate {
+        v["tracestate"] = Value::from(&**state);
+    }
+    v
 }
 
 fn rfc3339(ts: Timestamp) -> String {
@@ -660,6 +664,7 @@ impl CuoRunner for ProcessCuoRunner {
             trace_id: TraceId::from_bytes([1; 16]),
             span_id: [1; 8],
             sampled: true,
+            tracestate: None,
         };
         self.list_personas(&ctx).await.map(|_| ())
     }

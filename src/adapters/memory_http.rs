@@ -106,6 +106,10 @@ impl HttpMemoryClient {
             }
             if let Some(ctx) = ctx {
                 req = req.header("traceparent", ctx.traceparent());
+                // Validated printable ASCII, so it is always a valid header value.
+                if let Some(state) = &ctx.tracestate {
+                    req = req.header("tracestate", &**state);
+                }
             }
             if let Some(key) = idempotency_key {
                 req = req.header("idempotency-key", key);

@@ -66,17 +66,14 @@ impl App {
 
     /// Handles one request; also says which scopes were missing, for HTTP's 403.
     pub async fn answer(&self, session: &Session, req: Request) -> Answer {
-        // The caller's trace: `params._meta.traceparent`, else the transport's (HTTP header);
-        // otherwise a new one starts.
-        let parent = req
-            .params
-            .pointer("/_meta/traceparent")
-            .and_then(Value::as_str)
-            .and_then(telemetry::parse_traceparent)
-            .or_else(|| session.traceparent());
+        // The caller's trace: `params._meta.traceparent` (with its `tracestate`), else the
+        // transport's (HTTP headers); otherwise a new one starts.
+        let meta = |key| req.params.get("_meta")?.get(key)?.as_str();
+        let parent = telemetry::Parent::from_headers(meta("traceparent"), meta("tracestate"))
+            .or_else(|| session.traceparent().cloned());
         let call = (req.method == "tools/call")
-            .then(|| CallSpan::start(parent, &id_text(&req.id), session.network()));
-        let trace = telemetry::request_trace_id(call.as_ref(), parent);
+            .then(|| CallSpan::start(parent.as_ref(), &id_text(&req.id), session.network()));
+        let trace = telemetry::request_trace_id(call.as_ref(), parent.as_ref());
         let work =
             AssertUnwindSafe(self.dispatch(session, &req, trace, call.as_ref())).catch_unwind();
         let caught = match &call {

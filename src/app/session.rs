@@ -84,8 +84,8 @@ impl Session {
     }
 
     /// The trace context the transport received, if any.
-    pub fn traceparent(&self) -> Option<crate::app::telemetry::Parent> {
-        self.traceparent
+    pub fn traceparent(&self) -> Option<&crate::app::telemetry::Parent> {
+        self.traceparent.as_ref()
     }
 
     /// OTel `network.transport` of this session.

@@ -12,10 +12,11 @@
 //! while unwinding), or `cancelled` (the client cancelled the request, or a task was
 //! stopped).
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
-use opentelemetry::trace::{SpanContext, SpanId, Status, TraceContextExt, TraceFlags, TraceState};
+use opentelemetry::trace::{SpanContext, SpanId, Status, TraceContextExt, TraceFlags};
 use opentelemetry::{Context, KeyValue};
 use tracing::Span;
 use tracing::field::Empty;
@@ -61,7 +62,7 @@ macro_rules! gated_span {
 pub const PLUGIN_ID: &str = "cyberos";
 
 /// The W3C trace context a request arrived with.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Parent {
     /// The caller's trace.
     pub trace_id: TraceId,
@@ -69,6 +70,18 @@ pub struct Parent {
     pub span_id: [u8; 8],
     /// The caller's sampling decision.
     pub sampled: bool,
+    /// The caller's `tracestate`, passed on unchanged (the bridge adds no entry of its own).
+    pub state: Option<Arc<str>>,
+}
+
+impl Parent {
+    /// The context of `traceparent` with its `tracestate`; `None` without a valid
+    /// `traceparent` (a `tracestate` alone means nothing).
+    pub fn from_headers(traceparent: Option<&str>, tracestate: Option<&str>) -> Option<Parent> {
+        let mut parent = parse_traceparent(traceparent?)?;
+        parent.state = tracestate.and_then(parse_tracestate);
+        Some(parent)
+    }
 }
 
 /// Parses a W3C `traceparent` (`00-<32 hex>-<16 hex>-<2 hex>`, lowercase). Malformed
@@ -99,12 +112,73 @@ pub fn parse_traceparent(value: &str) -> Option<Parent> {
         trace_id: TraceId::parse(trace)?,
         span_id,
         sampled: flags & 1 == 1,
+        state: None,
     })
+}
+
+/// The longest `tracestate` passed on; a member that would take it past this is dropped
+/// (W3C: propagate at least 512 characters, truncate by whole members).
+const TRACESTATE_MAX: usize = 512;
+
+/// Parses a W3C `tracestate` (`key=value` list members, comma separated, at most 32) into
+/// its normal form. A malformed list (bad key or value, duplicate key) is dropped whole,
+/// so nothing that could break a header reaches an upstream.
+pub fn parse_tracestate(value: &str) -> Option<Arc<str>> {
+    let mut out = String::new();
+    let mut keys: Vec<&str> = Vec::new();
+    for member in value.split(',') {
+        let member = member.trim_matches([' ', '\t']);
+        if member.is_empty() {
+            continue;
+        }
+        let (key, val) = member.split_once('=')?;
+        if !tracestate_key(key) || !tracestate_value(val) || keys.contains(&key) {
+            return None;
+        }
+        keys.push(key);
+        if keys.len() > 32 {
+            return None;
+        }
+        let sep = usize::from(!out.is_empty());
+        if out.len() + sep + member.len() <= TRACESTATE_MAX {
+            if sep == 1 {
+                out.push(',');
+            }
+            out.push_str(member);
+        }
+    }
+    (!out.is_empty()).then(|| Arc::from(out))
+}
+
+/// `simple-key` or `tenant@system`: lowercase letters, digits, `_-*/`, a letter or digit first.
+fn tracestate_key(key: &str) -> bool {
+    let part = |s: &str, max: usize| {
+        (1..=max).contains(&s.len())
+            && s.as_bytes()[0].is_ascii_lowercase() | s.as_bytes()[0].is_ascii_digit()
+            && s.bytes().all(|b| {
+                b.is_ascii_lowercase()
+                    || b.is_ascii_digit()
+                    || matches!(b, b'_' | b'-' | b'*' | b'/')
+            })
+    };
+    match key.split_once('@') {
+        None => part(key, 256),
+        Some((tenant, system)) => part(tenant, 241) && part(system, 14),
+    }
+}
+
+/// 1–256 printable ASCII characters other than `,` and `=` (the member was trimmed, so it
+/// does not end in a space).
+fn tracestate_value(value: &str) -> bool {
+    (1..=256).contains(&value.len())
+        && value
+            .bytes()
+            .all(|b| (0x20..=0x7e).contains(&b) && b != b',' && b != b'=')
 }
 
 /// The trace id of a request: its call span's, else its caller's, else the transport's
 /// (HTTP `traceparent` header) or a new one.
-pub fn request_trace_id(call: Option<&CallSpan>, parent: Option<Parent>) -> TraceId {
+pub fn request_trace_id(call: Option<&CallSpan>, parent: Option<&Parent>) -> TraceId {
     call.map(CallSpan::trace_id)
         .or(parent.map(|p| p.trace_id))
         .unwrap_or_else(crate::app::trace::request_trace)
@@ -203,12 +277,13 @@ pub struct CallSpan {
     trace_id: TraceId,
     span_id: [u8; 8],
     sampled: bool,
+    state: Option<Arc<str>>,
 }
 
 impl CallSpan {
     /// Opens the span, continuing `parent`'s trace when there is one. `request_id` is the
     /// JSON-RPC id as text; `transport` is `pipe` (stdio) or `tcp` (HTTP).
-    pub fn start(parent: Option<Parent>, request_id: &str, transport: &'static str) -> CallSpan {
+    pub fn start(parent: Option<&Parent>, request_id: &str, transport: &'static str) -> CallSpan {
         let span = gated_span!(
             "tools/call",
             otel.kind = "server",
@@ -243,6 +318,7 @@ impl CallSpan {
             trace_id,
             span_id,
             sampled,
+            state: parent.and_then(|p| p.state.clone()),
         }
     }
 
@@ -259,6 +335,11 @@ impl CallSpan {
     /// Whether the trace is sampled (passed on in `traceparent`).
     pub fn sampled(&self) -> bool {
         self.sampled
+    }
+
+    /// The caller's `tracestate`, passed on with the `traceparent`.
+    pub fn tracestate(&self) -> Option<Arc<str>> {
+        self.state.clone()
     }
 
     /// The `tracing` span, to run the call in.
@@ -320,8 +401,9 @@ impl TaskSpan {
             trace_id: task.trace_id,
             span_id: ctx.span_id,
             sampled: ctx.sampled,
+            state: ctx.tracestate.clone(),
         };
-        let Joined { span_id, otel, .. } = join_trace(&span, Some(call), Some(call));
+        let Joined { span_id, otel, .. } = join_trace(&span, Some(&call), Some(&call));
         span.record("span_id", hex_lower(&span_id).as_str());
         for kv in [
             KeyValue::new("cyberos.plugin_id", PLUGIN_ID),
@@ -362,7 +444,7 @@ struct Joined {
 /// Puts `span` in `parent`'s trace (and links it to `link`): the OTel ids and sampling
 /// decision when an OTel layer is installed, else the parent's trace (or a new one), a
 /// fresh span id and the parent's decision.
-fn join_trace(span: &Span, parent: Option<Parent>, link: Option<Parent>) -> Joined {
+fn join_trace(span: &Span, parent: Option<&Parent>, link: Option<&Parent>) -> Joined {
     if let Some(p) = parent {
         // A linked parent is this process's own call span; any other came from the caller.
         let remote = link.is_none();
@@ -391,7 +473,7 @@ fn join_trace(span: &Span, parent: Option<Parent>, link: Option<Parent>) -> Join
     }
 }
 
-fn span_context(p: Parent, remote: bool) -> SpanContext {
+fn span_context(p: &Parent, remote: bool) -> SpanContext {
     let flags = if p.sampled {
         TraceFlags::SAMPLED
     } else {
@@ -402,7 +484,11 @@ fn span_context(p: Parent, remote: bool) -> SpanContext {
         SpanId::from_bytes(p.span_id),
         flags,
         remote,
-        TraceState::default(),
+        // Already in normal form, so the SDK's own (laxer) parser accepts it.
+        p.state
+            .as_deref()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_default(),
     )
 }
 
@@ -476,7 +562,7 @@ mod tests {
     #[test]
     fn without_an_otel_layer_a_call_continues_the_callers_trace() {
         let parent = parse_traceparent("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01");
-        let call = CallSpan::start(parent, "1", "pipe");
+        let call = CallSpan::start(parent.as_ref(), "1", "pipe");
         assert_eq!(
             call.trace_id().to_string(),
             "4bf92f3577b34da6a3ce929d0e0e4736"
@@ -490,7 +576,7 @@ mod tests {
     #[test]
     fn a_callers_decision_not_to_sample_travels_on() {
         let parent = parse_traceparent("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00");
-        let call = CallSpan::start(parent, "1", "pipe");
+        let call = CallSpan::start(parent.as_ref(), "1", "pipe");
         assert!(!call.sampled());
         let ctx = CallCtx {
             tenant: TenantId::parse("00000000-0000-4000-8000-000000000001").unwrap(),
@@ -498,11 +584,74 @@ mod tests {
             trace_id: call.trace_id(),
             span_id: call.span_id(),
             sampled: call.sampled(),
+            tracestate: call.tracestate(),
         };
         assert!(ctx.traceparent().ends_with("-00"), "{}", ctx.traceparent());
         assert!(
             ctx.traceparent()
                 .starts_with("00-4bf92f3577b34da6a3ce929d0e0e4736-")
         );
+    }
+
+    const TP: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+
+    #[test]
+    fn a_valid_tracestate_is_kept_in_normal_form() {
+        let state = |s| parse_tracestate(s).map(|s| s.to_string());
+        assert_eq!(
+            state("congo=t61rcWkgMzE").as_deref(),
+            Some("congo=t61rcWkgMzE")
+        );
+        assert_eq!(
+            state(" rojo=00f067aa0ba902b7 ,, t1@vendor=a b\t,congo=x").as_deref(),
+            Some("rojo=00f067aa0ba902b7,t1@vendor=a b,congo=x")
+        );
+        assert_eq!(state(" , "), None);
+        let p = Parent::from_headers(Some(TP), Some("rojo=1")).unwrap();
+        assert_eq!(p.state.as_deref(), Some("rojo=1"));
+        let call = CallSpan::start(Some(&p), "1", "pipe");
+        assert_eq!(call.tracestate().as_deref(), Some("rojo=1"));
+    }
+
+    #[test]
+    fn a_malformed_tracestate_is_dropped_whole() {
+        let long = format!("k={}", "v".repeat(257));
+        let many = (0..33)
+            .map(|i| format!("k{i}=v"))
+            .collect::<Vec<_>>()
+            .join(",");
+        for bad in [
+            "novalue",
+            "Upper=1",
+            "k=a,k=b",
+            "k=a\r\nx-injected: 1",
+            "k=é",
+            "k=in\tside",
+            "k=",
+            "=v",
+            "_k=v",
+            "k@=v",
+            "k@toolongvendorname=v",
+            "k=a=b",
+            long.as_str(),
+            many.as_str(),
+        ] {
+            assert_eq!(parse_tracestate(bad), None, "{bad:?}");
+        }
+        // Without a valid traceparent there is no context, its tracestate included.
+        assert_eq!(Parent::from_headers(None, Some("rojo=1")), None);
+        assert_eq!(Parent::from_headers(Some("00-x"), Some("rojo=1")), None);
+        let p = Parent::from_headers(Some(TP), Some("Bad=1")).unwrap();
+        assert_eq!(p.state, None);
+    }
+
+    #[test]
+    fn a_tracestate_over_512_characters_loses_members_from_the_end() {
+        let members: Vec<String> = (0..10)
+            .map(|i| format!("k{i}={}", "v".repeat(60)))
+            .collect();
+        let state = parse_tracestate(&members.join(",")).unwrap();
+        assert!(state.len() <= 512, "{}", state.len());
+        assert_eq!(&*state, members[..8].join(",").as_str());
     }
 }

@@ -150,6 +150,8 @@ pub struct CallCtx {
     pub span_id: [u8; 8],
     /// Whether the trace is sampled (the caller's decision travels on).
     pub sampled: bool,
+    /// The caller's W3C `tracestate`, validated, passed on unchanged.
+    pub tracestate: Option<std::sync::Arc<str>>,
 }
 
 impl CallCtx {

@@ -19,6 +19,7 @@ fn ctx() -> CallCtx {
         trace_id: TraceId::from_bytes([5; 16]),
         span_id: [6; 8],
         sampled: true,
+        tracestate: None,
     }
 }
 

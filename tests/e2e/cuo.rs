@@ -181,7 +181,8 @@ fn an_unstartable_cuo_is_upstream_unavailable() {
 fn a_callers_traceparent_continues_into_errors_and_the_cuo_context() {
     let mut b = Bridge::initialized(&["--cuo-command", &fixture_command()]);
     let trace = "4bf92f3577b34da6a3ce929d0e0e4736";
-    let meta = json!({"traceparent": format!("00-{trace}-00f067aa0ba902b7-01")});
+    let meta = json!({"traceparent": format!("00-{trace}-00f067aa0ba902b7-01"),
+                      "tracestate": "rojo=00f067aa0ba902b7, congo=t61rcWkgMzE"});
     let bad = b.request(
         "tools/call",
         json!({"name": "cyberos.cuo.route", "arguments": {"query": ""}, "_meta": meta}),
@@ -202,6 +203,11 @@ fn a_callers_traceparent_continues_into_errors_and_the_cuo_context() {
     assert!(
         !sent.contains("00f067aa0ba902b7"),
         "with the bridge's own span id"
+    );
+    assert_eq!(
+        alternates(&ok)[3],
+        "rojo=00f067aa0ba902b7,congo=t61rcWkgMzE",
+        "and the caller's tracestate"
     );
     // Without one, each request gets a fresh trace.
     let fresh = b.call("cyberos.cuo.route", json!({"query": ""}));

@@ -1179,7 +1179,13 @@ async fn a_traceparent_header_continues_the_callers_trace_through_the_bridge_to_
     let token = s.token(LOCAL, None);
     let trace = "5bf92f3577b34da6a3ce929d0e0e4736";
     let caller = format!("00-{trace}-10f067aa0ba902b7-01");
-    let header = [("traceparent", caller.as_str())];
+    // Two tracestate fields are one list (RFC 9110); it travels on unchanged.
+    let header = [
+        ("traceparent", caller.as_str()),
+        ("tracestate", "rojo=00f067aa0ba902b7"),
+        ("tracestate", "congo=t61rcWkgMzE"),
+    ];
+    let state = "rojo=00f067aa0ba902b7,congo=t61rcWkgMzE";
     let call = |id: i64, tool: &str, args: Value| {
         rpc(id, "tools/call", json!({"name": tool, "arguments": args})).to_string()
     };
@@ -1229,6 +1235,7 @@ async fn a_traceparent_header_continues_the_callers_trace_through_the_bridge_to_
     let read_span = span("3");
     assert_eq!(hex(&read_span.trace_id), trace);
     assert_eq!(hex(&read_span.parent_span_id), "10f067aa0ba902b7");
+    assert_eq!(read_span.trace_state, state);
     assert_eq!(
         attr(&read_span, "network.transport").as_deref(),
         Some("tcp")
@@ -1251,6 +1258,13 @@ async fn a_traceparent_header_continues_the_callers_trace_through_the_bridge_to_
     assert!(
         sent.contains(&expected),
         "{sent:?} should contain {expected}"
+    );
+    assert!(
+        memory
+            .headers()
+            .iter()
+            .any(|h| h.get("tracestate").and_then(|v| v.to_str().ok()) == Some(state)),
+        "the memory request carries the caller's tracestate"
     );
     let refused_span = span("5");
     assert_eq!(hex(&refused_span.trace_id), trace);

@@ -23,6 +23,7 @@ fn ctx(tenant: &str) -> CallCtx {
         trace_id: TraceId::from_bytes([7; 16]),
         span_id: [3; 8],
         sampled: true,
+        tracestate: Some("vendor=opaque".into()),
     }
 }
 
@@ -207,6 +208,7 @@ async fn the_http_client_satisfies_the_audit_log_contract() {
             .unwrap()
             .starts_with(&format!("00-{}-", "07".repeat(16)))
     );
+    assert_eq!(post["tracestate"], "vendor=opaque");
 }
 
 #[tokio::test]

@@ -285,7 +285,7 @@ fn a_task_span_is_linked_to_its_call_and_the_trace_reaches_memory_and_the_audit_
         json!({"name": "cyberos.cuo.execute_workflow",
                "arguments": {"persona": "chief-technology-officer", "workflow": "adr-quick-capture",
                              "inputs": {"title": "an event store"}},
-               "_meta": {"traceparent": caller}}),
+               "_meta": {"traceparent": caller, "tracestate": "rojo=00f067aa0ba902b7"}}),
     );
     let task_id = resp["result"]["structuredContent"]["task_id"]
         .as_str()
@@ -301,6 +301,11 @@ fn a_task_span_is_linked_to_its_call_and_the_trace_reaches_memory_and_the_audit_
     assert_eq!(hex(&call.trace_id), "0af7651916cd43dd8448eb211c80319c");
     assert_eq!(hex(&call.parent_span_id), "b7ad6b7169203331");
     assert_eq!(task.name, "task cyberos.cuo.execute_workflow");
+    assert_eq!(call.trace_state, "rojo=00f067aa0ba902b7");
+    assert_eq!(
+        task.trace_state, call.trace_state,
+        "the run keeps the tracestate"
+    );
     assert_eq!(
         task.trace_id, call.trace_id,
         "the run is in the call's trace"
@@ -348,6 +353,14 @@ fn a_task_span_is_linked_to_its_call_and_the_trace_reaches_memory_and_the_audit_
     assert!(
         sent.contains(&expected),
         "{sent:?} should contain {expected}"
+    );
+    assert!(
+        memory
+            .headers()
+            .iter()
+            .all(|h| h.get("tracestate").and_then(|v| v.to_str().ok())
+                == Some("rojo=00f067aa0ba902b7")),
+        "every memory request of the run carries the caller's tracestate"
     );
 }
 

@@ -16,7 +16,7 @@ use std::time::Duration;
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
 use axum::http::header::CONTENT_LENGTH;
-use axum::http::{HeaderMap, Method, StatusCode};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode};
 use axum::response::Response;
 use futures::{FutureExt, StreamExt};
 use serde_json::Value;
@@ -48,13 +48,26 @@ pub async fn endpoint(State(s): State<Arc<Shared>>, req: Request) -> Response {
     let (parts, body) = req.into_parts();
     // W3C trace context from the HTTP client: every reply carries its trace id, and calls
     // continue its trace (`params._meta.traceparent` wins over it).
-    let parent = parts
-        .headers
-        .get("traceparent")
-        .and_then(|v| v.to_str().ok())
-        .and_then(telemetry::parse_traceparent);
-    let trace = parent.map(|p| p.trace_id);
+    let parent = trace_context(&parts.headers);
+    let trace = parent.as_ref().map(|p| p.trace_id);
     trace::with_request_trace(trace, answer(s, parts, body, parent)).await
+}
+
+/// The request's `traceparent` and `tracestate` headers (several `tracestate` fields are
+/// one list, RFC 9110 §5.3).
+fn trace_context(headers: &HeaderMap) -> Option<telemetry::Parent> {
+    let text = |name| {
+        headers
+            .get(name)
+            .and_then(|v: &HeaderValue| v.to_str().ok())
+    };
+    let state: Vec<&str> = headers
+        .get_all("tracestate")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .collect();
+    let state = (!state.is_empty()).then(|| state.join(","));
+    telemetry::Parent::from_headers(text("traceparent"), state.as_deref())
 }
 
 async fn answer(
@@ -189,13 +202,13 @@ fn unauthorized(
     parent: Option<telemetry::Parent>,
 ) -> Response {
     let call = req.filter(|r| r.method == "tools/call").map(|r| {
-        let call = CallSpan::start(parent, &id_text(&r.id), "tcp");
+        let call = CallSpan::start(parent.as_ref(), &id_text(&r.id), "tcp");
         if let Some(name) = r.params.get("name").and_then(Value::as_str) {
             call.tool(name);
         }
         call
     });
-    let trace = telemetry::request_trace_id(call.as_ref(), parent);
+    let trace = telemetry::request_trace_id(call.as_ref(), parent.as_ref());
     let rpc = {
         let _in = call.as_ref().map(|c| c.span().enter());
         s.app.domain_failure(err, trace)

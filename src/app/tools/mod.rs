@@ -312,6 +312,7 @@ impl App {
             trace_id: trace,
             span_id: span.span_id(),
             sampled: span.sampled(),
+            tracestate: span.tracestate(),
         };
         let args = &call.arguments;
         match tool {
