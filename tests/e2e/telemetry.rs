@@ -486,3 +486,36 @@ fn the_standard_otel_variable_alone_turns_export_on() {
     let got = collector.wait_for(Duration::from_secs(1), |s| hex(&s.trace_id) == trace);
     assert_eq!(got.service, "bridge-under-test");
 }
+
+#[test]
+fn the_standard_switches_turn_env_export_off_and_a_non_grpc_protocol_is_refused() {
+    let collector = Collector::start();
+    for off in [
+        ("OTEL_SDK_DISABLED", "true"),
+        ("OTEL_TRACES_EXPORTER", "none"),
+    ] {
+        let mut b = Bridge::spawn_with_env(
+            &["--dev"],
+            &[
+                ("OTEL_EXPORTER_OTLP_ENDPOINT", collector.endpoint.as_str()),
+                off,
+            ],
+        );
+        b.initialize();
+        let bad = b.call("cyberos.cuo.route", json!({"query": ""}));
+        assert_eq!(bad["error"]["data"]["class"], "input_validation");
+        // Exit flushes whatever was exported: nothing was.
+        assert!(b.close().success());
+        assert!(collector.spans().is_empty(), "{off:?}");
+    }
+    let out = Command::new(binary())
+        .arg("--dev")
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4318")
+        .env("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("OTLP/gRPC only"), "{err}");
+}
