@@ -150,11 +150,14 @@ pub fn parse_tracestate(value: &str) -> Option<Arc<str>> {
     (!out.is_empty()).then(|| Arc::from(out))
 }
 
-/// `simple-key` or `tenant@system`: lowercase letters, digits, `_-*/`, a letter or digit first.
+/// `simple-key` or `tenant@system`: lowercase letters, digits and `_-*/`, starting with a
+/// letter or digit (as lenient as the OTel SDK: a list is dropped whole, so strictness
+/// beyond what keeps headers safe costs the caller its trace state).
 fn tracestate_key(key: &str) -> bool {
     let part = |s: &str, max: usize| {
-        (1..=max).contains(&s.len())
-            && s.as_bytes()[0].is_ascii_lowercase() | s.as_bytes()[0].is_ascii_digit()
+        let first = s.as_bytes().first().copied().unwrap_or(b'_');
+        s.len() <= max
+            && (first.is_ascii_lowercase() || first.is_ascii_digit())
             && s.bytes().all(|b| {
                 b.is_ascii_lowercase()
                     || b.is_ascii_digit()
@@ -603,8 +606,8 @@ mod tests {
             Some("congo=t61rcWkgMzE")
         );
         assert_eq!(
-            state(" rojo=00f067aa0ba902b7 ,, t1@vendor=a b\t,congo=x").as_deref(),
-            Some("rojo=00f067aa0ba902b7,t1@vendor=a b,congo=x")
+            state(" rojo=00f067aa0ba902b7 ,, 1t@vendor=a b\t,congo=x").as_deref(),
+            Some("rojo=00f067aa0ba902b7,1t@vendor=a b,congo=x")
         );
         assert_eq!(state(" , "), None);
         let p = Parent::from_headers(Some(TP), Some("rojo=1")).unwrap();
@@ -632,6 +635,7 @@ mod tests {
             "_k=v",
             "k@=v",
             "k@toolongvendorname=v",
+            "k@_v=v",
             "k=a=b",
             long.as_str(),
             many.as_str(),

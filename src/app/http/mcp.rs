@@ -54,19 +54,20 @@ pub async fn endpoint(State(s): State<Arc<Shared>>, req: Request) -> Response {
 }
 
 /// The request's `traceparent` and `tracestate` headers (several `tracestate` fields are
-/// one list, RFC 9110 §5.3).
+/// one list, RFC 9110 §5.3; one that is not text spoils the list).
 fn trace_context(headers: &HeaderMap) -> Option<telemetry::Parent> {
     let text = |name| {
         headers
             .get(name)
             .and_then(|v: &HeaderValue| v.to_str().ok())
     };
-    let state: Vec<&str> = headers
+    let state = headers
         .get_all("tracestate")
         .iter()
-        .filter_map(|v| v.to_str().ok())
-        .collect();
-    let state = (!state.is_empty()).then(|| state.join(","));
+        .map(|v| v.to_str().ok())
+        .collect::<Option<Vec<&str>>>()
+        .filter(|fields| !fields.is_empty())
+        .map(|fields| fields.join(","));
     telemetry::Parent::from_headers(text("traceparent"), state.as_deref())
 }
 
