@@ -1026,6 +1026,46 @@ async fn sigterm_ends_waiting_streams_drains_and_exits_zero() {
     assert!(s.log().contains("draining"), "{}", s.log());
 }
 
+/// SIGTERM on HTTP drains, then flushes the spans: a call answered just before is at the
+/// collector when the process has exited, well inside the exporter's 1 s batch delay.
+#[tokio::test]
+async fn sigterm_on_http_flushes_the_spans_before_exit() {
+    let collector = crate::collector::Collector::start();
+    let mut s = Server::start(&["--otlp-endpoint", &collector.endpoint]);
+    let token = s.token(LOCAL, None);
+    let call = rpc(
+        1,
+        "tools/call",
+        json!({"name": "cyberos.cuo.route", "arguments": {"query": ""}}),
+    );
+    let bad = s.post(Some(&token), &call).await;
+    let trace = bad.json()["error"]["data"]["trace_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(s.pid()),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let status = loop {
+        if let Some(status) = s.child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "still running: {}", s.log());
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(status.code(), Some(0), "{}", s.log());
+    assert!(
+        collector
+            .spans()
+            .iter()
+            .any(|r| crate::collector::hex(&r.span.trace_id) == trace),
+        "the call's span was flushed before exit"
+    );
+}
+
 /// Seed criterion 21: `--listen 0.0.0.0:…` opens the port and /healthz answers 200 (with
 /// a real key source: `--dev` refuses non-loopback binds).
 #[tokio::test]
