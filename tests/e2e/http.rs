@@ -238,6 +238,26 @@ impl Server {
         self.child.id() as i32
     }
 
+    fn sigterm(&self) {
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(self.pid()),
+            nix::sys::signal::Signal::SIGTERM,
+        )
+        .unwrap();
+    }
+
+    /// Waits (at most 20 s) for the process to exit.
+    fn wait_exit(&mut self) -> std::process::ExitStatus {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            assert!(Instant::now() < deadline, "still running: {}", self.log());
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
     fn log(&self) -> String {
         self.log.lock().unwrap().join("\n")
     }
@@ -1002,11 +1022,7 @@ async fn sigterm_ends_waiting_streams_drains_and_exits_zero() {
         }
     });
     tokio::time::sleep(Duration::from_millis(700)).await;
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(s.pid()),
-        nix::sys::signal::Signal::SIGTERM,
-    )
-    .unwrap();
+    s.sigterm();
     let reply = tokio::time::timeout(Duration::from_secs(15), waiting)
         .await
         .expect("the stream ends")
@@ -1014,14 +1030,7 @@ async fn sigterm_ends_waiting_streams_drains_and_exits_zero() {
     let last: Value = serde_json::from_str(&reply.events().last().unwrap().1).unwrap();
     assert_envelope(&last, -32050, "upstream_unavailable");
     assert_eq!(last["error"]["message"], "the bridge is shutting down");
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let status = loop {
-        if let Some(status) = s.child.try_wait().unwrap() {
-            break status;
-        }
-        assert!(Instant::now() < deadline, "still running: {}", s.log());
-        std::thread::sleep(Duration::from_millis(100));
-    };
+    let status = s.wait_exit();
     assert_eq!(status.code(), Some(0), "{}", s.log());
     assert!(s.log().contains("draining"), "{}", s.log());
 }
@@ -1043,19 +1052,8 @@ async fn sigterm_on_http_flushes_the_spans_before_exit() {
         .as_str()
         .unwrap()
         .to_owned();
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(s.pid()),
-        nix::sys::signal::Signal::SIGTERM,
-    )
-    .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let status = loop {
-        if let Some(status) = s.child.try_wait().unwrap() {
-            break status;
-        }
-        assert!(Instant::now() < deadline, "still running: {}", s.log());
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    s.sigterm();
+    let status = s.wait_exit();
     assert_eq!(status.code(), Some(0), "{}", s.log());
     assert!(
         collector
