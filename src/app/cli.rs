@@ -8,7 +8,7 @@ use tokio_util::sync::CancellationToken;
 use crate::app::config::{Command, Config, Transport};
 use crate::app::rpc::{Request, RequestId};
 use crate::app::session::Session;
-use crate::app::{stdio, wiring};
+use crate::app::{server, stdio, wiring};
 use crate::domain::Tool;
 
 /// Exit code for success.
@@ -273,13 +273,10 @@ async fn call(config: &Config, tool: &str, args: Option<&str>) -> i32 {
     let (tx, _rx) = tokio::sync::mpsc::channel(16);
     let session = Session::new(tx);
     session.mark_initialized(false);
-    let req = Request {
-        id: RequestId::Int(1),
-        method: "tools/call".into(),
-        params: json!({ "name": tool, "arguments": args, "_meta": {} }),
-    };
-    let frame: Value =
-        serde_json::from_str(&app.handle_request(&session, req).await).expect("frames are JSON");
+    let params = json!({ "name": tool, "arguments": args, "_meta": {} });
+    let req = Request::new(RequestId::Int(1), "tools/call", &params);
+    let answer = server::answer(&app, &session, req).await;
+    let frame: Value = serde_json::from_str(&answer.frame).expect("frames are JSON");
     if let Some(result) = frame.get("result") {
         print_json(result);
         if result.get("isError") == Some(&Value::Bool(true)) {

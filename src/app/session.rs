@@ -13,18 +13,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use crate::app::rpc::RequestId;
-
-/// RFC 5424 levels used by `logging/setLevel`, least severe first.
-pub const LOG_LEVELS: [&str; 8] = [
-    "debug",
-    "info",
-    "notice",
-    "warning",
-    "error",
-    "critical",
-    "alert",
-    "emergency",
-];
+use crate::app::telemetry::Parent;
 
 /// One client connection.
 pub struct Session {
@@ -41,7 +30,7 @@ pub struct Session {
     /// OTel `network.transport`: `pipe` for stdio, `tcp` for HTTP.
     network: &'static str,
     /// The HTTP request's `traceparent` header.
-    traceparent: Option<crate::app::telemetry::Parent>,
+    traceparent: Option<Parent>,
 }
 
 impl Session {
@@ -78,13 +67,13 @@ impl Session {
     }
 
     /// Continues the trace of the request's `traceparent` header.
-    pub fn with_traceparent(mut self, parent: Option<crate::app::telemetry::Parent>) -> Session {
+    pub fn with_traceparent(mut self, parent: Option<Parent>) -> Session {
         self.traceparent = parent;
         self
     }
 
     /// The trace context the transport received, if any.
-    pub fn traceparent(&self) -> Option<&crate::app::telemetry::Parent> {
+    pub fn traceparent(&self) -> Option<&Parent> {
         self.traceparent.as_ref()
     }
 

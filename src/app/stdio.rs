@@ -14,11 +14,10 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::app::App;
 use crate::app::rpc::{self, INVALID_REQUEST, Incoming, RpcError};
 use crate::app::session::Session;
 use crate::app::trace::new_trace_id;
-use crate::domain::DomainError;
+use crate::app::{App, server};
 use crate::lines::{Line, LineReader};
 
 /// The longest line accepted (4 MiB, CONTRACT §10).
@@ -77,13 +76,13 @@ where
                 let cancelled = session.track(&req.id);
                 tracker.spawn(async move {
                     let id = req.id.clone();
-                    let method = req.method.clone();
-                    let work = AssertUnwindSafe(app.handle_request(&session, req)).catch_unwind();
+                    let method = req.method.name().to_owned();
+                    let work = AssertUnwindSafe(server::answer(&app, &session, req)).catch_unwind();
                     let frame = tokio::select! {
                         // MCP: a cancelled request gets no response.
                         () = cancelled.cancelled() => None,
                         outcome = work => Some(match outcome {
-                            Ok(frame) => frame,
+                            Ok(answer) => answer.frame,
                             Err(_) => panic_frame(&id, &method),
                         }),
                     };
@@ -95,7 +94,7 @@ where
             }
             Ok(other) => {
                 // Notifications and responses are cheap; handle them in order.
-                let _ = app.handle(&session, other).await;
+                let _ = server::handle(&app, &session, other).await;
             }
         }
     };
@@ -111,8 +110,7 @@ where
 fn panic_frame(id: &rpc::RequestId, method: &str) -> String {
     let trace = new_trace_id();
     tracing::error!(method, trace_id = %trace, "handler panicked");
-    let err = DomainError::internal("internal error", None);
-    rpc::failure(Some(id), &RpcError::from_domain(&err, trace))
+    rpc::failure(Some(id), &RpcError::panicked(trace))
 }
 
 /// Writes frames, flushing whenever the queue runs dry so pipelined responses share a

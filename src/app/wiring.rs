@@ -336,7 +336,7 @@ pub async fn migrate_postgres(url: &str) -> Result<(), String> {
 
 /// `CYBEROS_MAX_TASKS_PER_TENANT`, else the default; a bad value is logged and ignored.
 fn max_tasks_per_tenant() -> usize {
-    let default = crate::app::task_runner::DEFAULT_MAX_TASKS_PER_TENANT;
+    let default = crate::app::tasks::DEFAULT_MAX_TASKS_PER_TENANT;
     match std::env::var("CYBEROS_MAX_TASKS_PER_TENANT") {
         Err(_) => default,
         Ok(v) => v.parse().ok().filter(|n| *n > 0).unwrap_or_else(|| {

@@ -4,6 +4,7 @@
 //! upstream's text verbatim, and keep the original error only as a `source` for the log.
 
 use std::fmt;
+use std::time::Duration;
 
 /// The four classes a host can tell apart (CONTRACT §7).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -26,16 +27,6 @@ impl ErrorClass {
             ErrorClass::AuthzDenied => "authz_denied",
             ErrorClass::UpstreamUnavailable => "upstream_unavailable",
             ErrorClass::Internal => "internal_error",
-        }
-    }
-
-    /// The JSON-RPC error code of the class.
-    pub const fn code(self) -> i32 {
-        match self {
-            ErrorClass::InputValidation => -32602,
-            ErrorClass::AuthzDenied => -32000,
-            ErrorClass::UpstreamUnavailable => -32050,
-            ErrorClass::Internal => -32603,
         }
     }
 }
@@ -109,6 +100,8 @@ pub enum DomainError {
         message: String,
         /// What to do about it.
         hint: String,
+        /// When retrying makes sense again, if the bridge knows (it is at a limit).
+        retry_after: Option<Duration>,
         /// The underlying failure, for the log only.
         #[source]
         source: Option<BoxError>,
@@ -157,6 +150,7 @@ impl DomainError {
             message: format!("{} is unavailable", upstream.as_str()),
             hint: "Try again in a moment; if it persists, ask an operator to run `cyberos-mcp-bridge check`."
                 .into(),
+            retry_after: None,
             source: source.into(),
         }
     }
@@ -171,6 +165,22 @@ impl DomainError {
             hint: "This is a bug in the bridge; report it with the trace id.".into(),
             source: source.into(),
         }
+    }
+
+    /// The answer for a task id that does not parse, does not exist, or belongs to another
+    /// tenant: one wording for all three, so a foreign task looks exactly like a missing one.
+    pub fn task_not_found() -> DomainError {
+        DomainError::invalid("task not found")
+            .with_hint("Check the task id; tasks are kept for their ttl, then deleted.")
+    }
+
+    /// Marks an upstream failure as "retry after `wait`" (the bridge is at a limit);
+    /// other classes are unchanged.
+    pub fn with_retry_after(mut self, wait: Duration) -> DomainError {
+        if let DomainError::UpstreamUnavailable { retry_after, .. } = &mut self {
+            *retry_after = Some(wait);
+        }
+        self
     }
 
     /// Replaces the hint.
@@ -218,19 +228,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn each_class_has_its_contract_code_and_name() {
+    fn each_class_has_its_contract_name() {
         let cases = [
-            (ErrorClass::InputValidation, -32602, "input_validation"),
-            (ErrorClass::AuthzDenied, -32000, "authz_denied"),
-            (
-                ErrorClass::UpstreamUnavailable,
-                -32050,
-                "upstream_unavailable",
-            ),
-            (ErrorClass::Internal, -32603, "internal_error"),
+            (ErrorClass::InputValidation, "input_validation"),
+            (ErrorClass::AuthzDenied, "authz_denied"),
+            (ErrorClass::UpstreamUnavailable, "upstream_unavailable"),
+            (ErrorClass::Internal, "internal_error"),
         ];
-        for (class, code, name) in cases {
-            assert_eq!(class.code(), code);
+        for (class, name) in cases {
             assert_eq!(class.as_str(), name);
         }
     }

@@ -198,11 +198,38 @@ impl Timestamp {
     pub fn millis_since(self, earlier: Timestamp) -> u64 {
         u64::try_from(self.0.saturating_sub(earlier.0)).unwrap_or(0)
     }
+
+    /// RFC 3339 in UTC with milliseconds, e.g. `2026-12-03T09:32:37.000Z`: the one form
+    /// every edge writes (tool results, task objects, CUO deadlines, memory queries).
+    pub fn to_rfc3339(self) -> String {
+        chrono::DateTime::from_timestamp_millis(self.0)
+            .unwrap_or_default()
+            .to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+    }
+
+    /// Reads an RFC 3339 date-time with any offset.
+    pub fn parse_rfc3339(text: &str) -> Option<Timestamp> {
+        chrono::DateTime::parse_from_rfc3339(text)
+            .ok()
+            .map(|t| Timestamp(t.timestamp_millis()))
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn timestamps_round_trip_through_rfc3339() {
+        let t = Timestamp::from_unix_millis(1_796_290_357_042);
+        assert_eq!(t.to_rfc3339(), "2026-12-03T09:32:37.042Z");
+        assert_eq!(Timestamp::parse_rfc3339(&t.to_rfc3339()), Some(t));
+        assert_eq!(
+            Timestamp::parse_rfc3339("2026-12-03T10:32:37.042+01:00"),
+            Some(t)
+        );
+        assert_eq!(Timestamp::parse_rfc3339("yesterday"), None);
+    }
 
     #[test]
     fn task_ids_round_trip_through_their_canonical_form() {

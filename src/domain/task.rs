@@ -123,6 +123,7 @@ impl TaskFailure {
                 missing_scopes: Vec::new(),
             },
             ErrorClass::UpstreamUnavailable => DomainError::UpstreamUnavailable {
+                retry_after: None,
                 upstream: Upstream::Cuo,
                 message,
                 hint,

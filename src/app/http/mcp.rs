@@ -7,28 +7,29 @@
 //! method itself (403 for a missing scope). Nothing about a client is kept between
 //! requests: every POST carries and verifies its own token.
 
-use std::any::Any;
 use std::panic::AssertUnwindSafe;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
 use axum::http::header::CONTENT_LENGTH;
-use axum::http::{HeaderMap, HeaderValue, Method, StatusCode};
+use axum::http::{HeaderMap, HeaderValue, Method as HttpMethod, StatusCode};
 use axum::response::Response;
 use futures::{FutureExt, StreamExt};
-use serde_json::Value;
 use tokio::sync::{OwnedSemaphorePermit, mpsc};
 
+use super::answer::{Work, json_answer};
+use super::gate::{self, Accept};
+use super::origin::Origin;
+use super::shared::Shared;
+use super::{reply, sse};
 use crate::app::LongRunning;
-use crate::app::http::gate::{self, Accept, Origin};
-use crate::app::http::{Shared, reply, sse};
 use crate::app::rpc::{
-    self, INVALID_REQUEST, Incoming, Request as RpcRequest, RequestId, RpcError,
+    self, CallParams, FrameError, INVALID_REQUEST, Incoming, Method, PROTOCOL_VERSION,
+    Request as RpcRequest, RequestId, RpcError,
 };
-use crate::app::server::{Answer, PROTOCOL_VERSION, id_text};
+use crate::app::server;
 use crate::app::session::Session;
 use crate::app::telemetry::{self, CallSpan, Outcome};
 use crate::app::trace::{self, request_trace};
@@ -40,8 +41,6 @@ pub const MAX_BODY: usize = 4 * 1024 * 1024;
 const BODY_DEADLINE: Duration = Duration::from_secs(30);
 /// Notifications a handler may queue for one request.
 const OUTBOUND: usize = 64;
-
-pub(super) type Work = Pin<Box<dyn Future<Output = Result<Answer, Box<dyn Any + Send>>> + Send>>;
 
 /// Every method on `/mcp` (OPTIONS is answered by the CORS edge).
 pub async fn endpoint(State(s): State<Arc<Shared>>, req: Request) -> Response {
@@ -82,33 +81,16 @@ async fn answer(
         .get::<Origin>()
         .copied()
         .unwrap_or_else(|| s.policy.origin(&parts.headers));
-    if let Some(refused) = admit(&s, origin, &parts.headers) {
+    if let Some(refused) = gate::admit(&s.policy, origin, &parts.headers) {
         return refused;
     }
-    if parts.method != Method::POST {
+    if parts.method != HttpMethod::POST {
         return reply::method_not_allowed(
             "POST, OPTIONS",
             "This stateless server has no GET stream and no sessions to DELETE; POST each JSON-RPC message to /mcp.",
         );
     }
     post(&s, &parts.headers, body, parent).await
-}
-
-/// The Origin and Host checks (403).
-pub fn admit(s: &Shared, origin: Origin, headers: &HeaderMap) -> Option<Response> {
-    if origin == Origin::Denied {
-        return Some(reply::forbidden(
-            "origin not allowed",
-            "Browser pages may call this bridge only from its --public-url origin, a --cors-origin, or (on a loopback bind) localhost.",
-        ));
-    }
-    if !s.policy.host_allowed(headers) {
-        return Some(reply::forbidden(
-            "host not allowed",
-            "This bridge listens on a loopback address and answers only requests addressed to localhost, 127.0.0.1 or [::1].",
-        ));
-    }
-    None
 }
 
 async fn post(
@@ -154,27 +136,33 @@ async fn post(
     }
     let token = gate::bearer_token(headers);
     let principal = s.app.identity().bearer_principal(token).await;
-    let body = read_body(body, headers).await;
+    // The body is read (and parsed, once) even when the token failed: a 401 echoes the
+    // request's id, and a refused `tools/call` still gets its span.
+    let frame = read_body(body, headers)
+        .await
+        .map(|bytes| rpc::parse_frame(&bytes));
     let principal = match principal {
         Ok(p) => p,
         Err(e) => {
-            let bytes = body.as_deref().ok();
-            let id = bytes.and_then(request_id);
-            let req = bytes.and_then(request_of);
-            return unauthorized(s, token.is_some(), &e, id.as_ref(), req.as_ref(), parent);
+            let (id, req) = match &frame {
+                Ok(Ok(Incoming::Request(r))) => (Some(&r.id), Some(r)),
+                Ok(Err(e)) => (e.id.as_ref(), None),
+                _ => (None, None),
+            };
+            return unauthorized(s, token.is_some(), &e, id, req, parent);
         }
     };
-    let bytes = match body {
-        Ok(bytes) => bytes,
+    let frame = match frame {
+        Ok(frame) => frame,
         Err(status) => return body_error(status),
     };
-    match rpc::parse_frame(&bytes) {
-        Err(e) => reply::rpc_error(
+    match frame {
+        Err(FrameError { code, message, id }) => reply::rpc_error(
             StatusCode::BAD_REQUEST,
-            e.id.as_ref(),
+            id.as_ref(),
             &RpcError::protocol(
-                e.code,
-                e.message,
+                code,
+                message,
                 "POST exactly one JSON-RPC 2.0 object per request.",
                 request_trace(),
             ),
@@ -184,7 +172,7 @@ async fn post(
             // Notifications and responses: accepted; nothing is sent back on this POST.
             let (tx, _) = mpsc::channel(1);
             let session = Session::stateless(tx, principal, false);
-            let _ = s.app.handle(&session, other).await;
+            let _ = server::handle(&s.app, &session, other).await;
             let mut resp = Response::new(Body::empty());
             *resp.status_mut() = StatusCode::ACCEPTED;
             resp
@@ -202,17 +190,20 @@ fn unauthorized(
     req: Option<&RpcRequest>,
     parent: Option<telemetry::Parent>,
 ) -> Response {
-    let call = req.filter(|r| r.method == "tools/call").map(|r| {
-        let call = CallSpan::start(parent.as_ref(), &id_text(&r.id), "tcp");
-        if let Some(name) = r.params.get("name").and_then(Value::as_str) {
-            call.tool(name);
+    let call = req.and_then(|r| match &r.method {
+        Method::ToolsCall(params) => {
+            let call = CallSpan::start(parent.as_ref(), &r.id.to_text(), "tcp");
+            if let Ok(params) = params {
+                call.tool(&params.name);
+            }
+            Some(call)
         }
-        call
+        _ => None,
     });
     let trace = telemetry::request_trace_id(call.as_ref(), parent.as_ref());
     let rpc = {
         let _in = call.as_ref().map(|c| c.span().enter());
-        s.app.domain_failure(err, trace)
+        RpcError::logged(err, trace)
     };
     if let Some(call) = &call {
         call.finish(Outcome::Failed(err.class()));
@@ -222,23 +213,6 @@ fn unauthorized(
         reply::challenge(resp, &format!("{}, error=\"invalid_token\"", s.challenge))
     } else {
         reply::challenge(resp, &s.challenge)
-    }
-}
-
-/// The id of a request body, for echoing in a 401 (none for notifications and junk).
-fn request_id(bytes: &[u8]) -> Option<RequestId> {
-    match rpc::parse_frame(bytes) {
-        Ok(Incoming::Request(r)) => Some(r.id),
-        Ok(_) => None,
-        Err(e) => e.id,
-    }
-}
-
-/// The request in a body, if it is one.
-fn request_of(bytes: &[u8]) -> Option<RpcRequest> {
-    match rpc::parse_frame(bytes) {
-        Ok(Incoming::Request(r)) => Some(r),
-        _ => None,
     }
 }
 
@@ -302,32 +276,35 @@ async fn request(
     parent: Option<telemetry::Parent>,
     permit: OwnedSemaphorePermit,
 ) -> Response {
-    let method = req.method.clone();
     let id = req.id.clone();
-    if method == "tools/call"
-        && let Err(wait) = s.gauges.take_call(&principal.tenant)
-    {
+    // Whether it is a tool call (rate limited), may stream (progress, or a wait for a
+    // task), and may outlive the per-request timeout.
+    let (call, streams, waits) = match &req.method {
+        Method::ToolsCall(params) => {
+            let call = params.as_ref().ok();
+            let progress = call.is_some_and(|c| c.progress_token().is_some());
+            (true, progress, call.is_some_and(|c| waits_for_task(s, c)))
+        }
+        Method::TasksResult(_) => (false, true, true),
+        _ => (false, false, false),
+    };
+    if call && let Err(wait) = s.gauges.take_call(&principal.tenant) {
         tracing::info!(tenant = %principal.tenant, "tools/call rate limited");
         return reply::rate_limited(&id, wait);
     }
-    let progress = method == "tools/call"
-        && req
-            .params
-            .pointer("/_meta/progressToken")
-            .is_some_and(|t| t.is_string() || t.is_number());
-    let stream = (accept.sse && (progress || method == "tasks/result")) || !accept.json;
-    let waits = method == "tasks/result" || waits_for_task(s, &req);
+    let stream = (accept.sse && streams) || !accept.json;
+    let initialize = matches!(req.method, Method::Initialize(_));
+    let discover = matches!(req.method, Method::Discover);
     let (tx, outbound) = mpsc::channel(OUTBOUND);
-    let session =
-        Session::stateless(tx, principal, method == "initialize").with_traceparent(parent);
+    let session = Session::stateless(tx, principal, initialize).with_traceparent(parent);
     let app = s.app.clone();
     let mut work: Work = Box::pin(async move {
-        AssertUnwindSafe(app.answer(&session, req))
+        AssertUnwindSafe(server::answer(&app, &session, req))
             .catch_unwind()
             .await
     });
     if stream {
-        return sse::respond(s, accept, id, &method, work, outbound, permit).await;
+        return sse::respond(s, accept, id, discover, work, outbound, permit).await;
     }
     // A plain answer: notifications have no way to the client, so they are dropped.
     drop(outbound);
@@ -342,74 +319,14 @@ async fn request(
             Err(_) => return reply::timed_out(&id),
         }
     };
-    json_answer(s, &id, &method, outcome)
+    json_answer(s, &id, discover, outcome)
 }
 
 /// Whether a plain `tools/call` waits for a long-running tool (`--long-running wait`):
 /// its deadline is the tool's own `timeout_s`, not the per-request timeout.
-fn waits_for_task(s: &Shared, req: &RpcRequest) -> bool {
-    req.method == "tools/call"
-        && s.app.settings().long_running == LongRunning::Wait
-        && req.params.get("task").is_none()
-        && req
-            .params
-            .get("name")
-            .and_then(Value::as_str)
-            .and_then(Tool::from_name)
+fn waits_for_task(s: &Shared, call: &CallParams) -> bool {
+    s.app.settings().long_running == LongRunning::Wait
+        && call.task.is_none()
+        && Tool::from_name(&call.name)
             .is_some_and(|t| t.spec().task_support == TaskSupport::Optional)
-}
-
-/// The status of a JSON answer: 403 with a step-up challenge for a missing scope, 400
-/// for a newer client's `server/discover` probe (CONTRACT §3), else 200.
-pub(super) fn json_answer(
-    s: &Shared,
-    id: &RequestId,
-    method: &str,
-    outcome: Result<Answer, Box<dyn Any + Send>>,
-) -> Response {
-    let answer = match outcome {
-        Ok(answer) => answer,
-        Err(_) => {
-            return reply::json(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                reply::panic_frame(Some(id)),
-            );
-        }
-    };
-    if !answer.missing_scopes.is_empty() {
-        let challenge = format!(
-            "Bearer error=\"insufficient_scope\", scope=\"{}\", resource_metadata=\"{}\"",
-            answer.missing_scopes.join(" "),
-            s.resource_metadata
-        );
-        return reply::challenge(reply::json(StatusCode::FORBIDDEN, answer.frame), &challenge);
-    }
-    if answer.too_many_tasks {
-        return reply::too_many_tasks(answer.frame);
-    }
-    let status = if method == "server/discover" {
-        StatusCode::BAD_REQUEST
-    } else {
-        StatusCode::OK
-    };
-    reply::json(status, answer.frame)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_401_echoes_the_request_id_only() {
-        assert_eq!(
-            request_id(br#"{"jsonrpc":"2.0","id":7,"method":"tools/list"}"#),
-            Some(RequestId::Int(7))
-        );
-        assert_eq!(
-            request_id(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#),
-            None
-        );
-        assert_eq!(request_id(b"[1]"), None);
-        assert_eq!(request_id(b"{"), None);
-    }
 }

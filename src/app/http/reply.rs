@@ -3,15 +3,13 @@
 
 use std::time::Duration;
 
+use crate::app::rpc::{self, INVALID_REQUEST, RequestId, RpcError};
+use crate::app::trace::request_trace;
+use crate::domain::ErrorClass;
 use axum::body::Body;
 use axum::http::header::{ALLOW, CONTENT_TYPE, RETRY_AFTER, WWW_AUTHENTICATE};
 use axum::http::{HeaderValue, StatusCode};
 use axum::response::Response;
-use serde_json::Map;
-
-use crate::app::rpc::{self, INVALID_REQUEST, RequestId, RpcError};
-use crate::app::trace::request_trace;
-use crate::domain::ErrorClass;
 
 /// A response with a JSON body.
 pub fn json(status: StatusCode, body: impl Into<Body>) -> Response {
@@ -22,9 +20,14 @@ pub fn json(status: StatusCode, body: impl Into<Body>) -> Response {
     resp
 }
 
-/// A JSON-RPC error frame as the body of `status`.
+/// A JSON-RPC error frame as the body of `status`, with `Retry-After` when the error says
+/// when to retry.
 pub fn rpc_error(status: StatusCode, id: Option<&RequestId>, err: &RpcError) -> Response {
-    json(status, rpc::failure(id, err))
+    let resp = json(status, rpc::failure(id, err));
+    match err.retry_after {
+        Some(wait) => retry_after(resp, wait),
+        None => resp,
+    }
 }
 
 /// A protocol error the client can fix (class `input_validation`), without an id.
@@ -39,17 +42,9 @@ pub fn forbidden(message: &str, hint: &str) -> Response {
 }
 
 /// The envelope of a failure made by the transport itself (overload, rate limit,
-/// timeout, panic) rather than by a domain operation.
-pub fn envelope(class: ErrorClass, message: &str, hint: &str) -> RpcError {
-    let mut data = Map::new();
-    data.insert("class".into(), class.as_str().into());
-    data.insert("trace_id".into(), request_trace().to_string().into());
-    data.insert("hint".into(), hint.into());
-    RpcError {
-        code: class.code(),
-        message: message.into(),
-        data,
-    }
+/// timeout, shutdown) rather than by a domain operation, in the request's trace.
+fn envelope(class: ErrorClass, message: &str, hint: &str) -> RpcError {
+    RpcError::of_class(class, message, hint, request_trace())
 }
 
 /// 503 + `Retry-After`: too many requests in flight.
@@ -58,11 +53,9 @@ pub fn overloaded() -> Response {
         ErrorClass::UpstreamUnavailable,
         "the bridge is overloaded",
         "Retry in a second; the bridge sheds load when too many requests are in flight.",
-    );
-    retry_after(
-        rpc_error(StatusCode::SERVICE_UNAVAILABLE, None, &err),
-        Duration::from_secs(1),
     )
+    .with_retry_after(Duration::from_secs(1));
+    rpc_error(StatusCode::SERVICE_UNAVAILABLE, None, &err)
 }
 
 /// 429 + `Retry-After`: the tenant called tools faster than its rate.
@@ -71,19 +64,9 @@ pub fn rate_limited(id: &RequestId, wait: Duration) -> Response {
         ErrorClass::UpstreamUnavailable,
         "rate limited: too many tool calls",
         "Slow down and retry after the number of seconds in Retry-After.",
-    );
-    retry_after(
-        rpc_error(StatusCode::TOO_MANY_REQUESTS, Some(id), &err),
-        wait,
     )
-}
-
-/// 429 + `Retry-After`: the tenant already runs as many tasks as it may.
-pub fn too_many_tasks(frame: String) -> Response {
-    retry_after(
-        json(StatusCode::TOO_MANY_REQUESTS, frame),
-        Duration::from_secs(5),
-    )
+    .with_retry_after(wait);
+    rpc_error(StatusCode::TOO_MANY_REQUESTS, Some(id), &err)
 }
 
 /// 504: a plain request ran past the per-request deadline.
@@ -96,32 +79,34 @@ pub fn timed_out(id: &RequestId) -> Response {
     rpc_error(StatusCode::GATEWAY_TIMEOUT, Some(id), &err)
 }
 
-/// The frame sent when the bridge stops while a request still waits.
-pub fn shutting_down_frame(id: &RequestId) -> String {
-    let err = envelope(
+/// The bridge is stopping while the request still waits.
+fn shutting_down_error() -> RpcError {
+    envelope(
         ErrorClass::UpstreamUnavailable,
         "the bridge is shutting down",
         "Retry the request; tasks keep their state in the store.",
-    );
-    rpc::failure(Some(id), &err)
+    )
+    .with_retry_after(Duration::from_secs(1))
 }
 
-/// 503 with [`shutting_down_frame`].
+/// The frame sent on an SSE stream when the bridge stops while the request still waits.
+pub fn shutting_down_frame(id: &RequestId) -> String {
+    rpc::failure(Some(id), &shutting_down_error())
+}
+
+/// 503 + `Retry-After`: the bridge stops while the request still waits.
 pub fn shutting_down(id: &RequestId) -> Response {
-    retry_after(
-        json(StatusCode::SERVICE_UNAVAILABLE, shutting_down_frame(id)),
-        Duration::from_secs(1),
+    rpc_error(
+        StatusCode::SERVICE_UNAVAILABLE,
+        Some(id),
+        &shutting_down_error(),
     )
 }
 
 /// The internal-error frame of a handler that panicked; the bridge keeps serving.
 pub fn panic_frame(id: Option<&RequestId>) -> String {
-    let err = envelope(
-        ErrorClass::Internal,
-        "internal error",
-        "This is a bug in the bridge; retry, and report it with the trace_id if it persists.",
-    );
-    tracing::error!(trace_id = %err.data["trace_id"], "HTTP handler panicked");
+    let err = RpcError::panicked(request_trace());
+    tracing::error!(trace_id = %err.trace, "HTTP handler panicked");
     rpc::failure(id, &err)
 }
 
@@ -146,7 +131,8 @@ pub fn challenge(mut resp: Response, value: &str) -> Response {
     resp
 }
 
-fn retry_after(mut resp: Response, wait: Duration) -> Response {
+/// Adds `Retry-After` in whole seconds (at least 1).
+pub fn retry_after(mut resp: Response, wait: Duration) -> Response {
     let secs = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
     resp.headers_mut()
         .insert(RETRY_AFTER, HeaderValue::from(secs.max(1)));

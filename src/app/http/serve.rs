@@ -14,9 +14,9 @@ use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
+use super::router::{HttpSettings, router};
 use crate::app::App;
 use crate::app::config::{Config, ConfigError};
-use crate::app::http::{HttpSettings, router};
 
 /// Time a client has to send a request's headers, and the longest idle keep-alive.
 const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);

@@ -13,9 +13,10 @@ use axum::response::Response;
 use tokio::sync::{OwnedSemaphorePermit, mpsc};
 use tokio_util::sync::CancellationToken;
 
-use crate::app::http::gate::Accept;
-use crate::app::http::mcp::{Work, json_answer};
-use crate::app::http::{Shared, reply};
+use super::answer::{Work, json_answer};
+use super::gate::Accept;
+use super::reply;
+use super::shared::Shared;
 use crate::app::rpc::RequestId;
 
 /// How long a streamable request may run before it is answered as SSE: a quick answer
@@ -30,7 +31,7 @@ pub(super) async fn respond(
     s: &Shared,
     accept: Accept,
     id: RequestId,
-    method: &str,
+    discover: bool,
     mut work: Work,
     mut outbound: mpsc::Receiver<String>,
     permit: OwnedSemaphorePermit,
@@ -39,13 +40,13 @@ pub(super) async fn respond(
     if accept.json {
         tokio::select! {
             biased;
-            outcome = &mut work => return json_answer(s, &id, method, outcome),
+            outcome = &mut work => return json_answer(s, &id, discover, outcome),
             Some(frame) = outbound.recv() => first = Some(frame),
             () = tokio::time::sleep(STREAM_AFTER) => {}
             () = s.shutdown.cancelled() => return reply::shutting_down(&id),
         }
     }
-    tracing::debug!(method, "answering as an SSE stream");
+    tracing::debug!(request_id = ?id, "answering as an SSE stream");
     let (events, mut body) = mpsc::channel::<Bytes>(16);
     let stream = Stream {
         events,

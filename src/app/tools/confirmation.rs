@@ -8,8 +8,8 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use crate::app::App;
+use crate::app::rpc::CallParams;
 use crate::app::session::Session;
-use crate::app::tools::CallParams;
 use crate::domain::confirm::{self, Confirmation};
 use crate::domain::{DomainError, Principal, Tool};
 
@@ -25,107 +25,91 @@ pub fn args_sha256(args: &Value) -> String {
         .collect()
 }
 
-impl App {
-    /// The confirmation of a call, or `AuthzDenied` when it needs one and has none.
-    pub(super) async fn confirmation(
-        &self,
-        session: &Session,
-        principal: &Principal,
-        tool: Tool,
-        call: &CallParams,
-    ) -> Result<Option<Confirmation>, DomainError> {
-        let spec = tool.spec();
-        if !spec.effects.needs_confirmation() {
-            return Ok(None);
-        }
-        let evidence = if let Some(how) = call.confirmation() {
-            Some(how)
-        } else if let Some(token) = call
-            .meta
-            .get("com.cyberos/confirmation_token")
-            .and_then(Value::as_str)
-        {
-            self.check_confirmation_token(principal, tool, &call.arguments, token)
-                .await?;
-            Some(Confirmation::Token)
-        } else if session.client_elicitation() {
-            Some(self.elicit(session, tool, &call.arguments).await?)
-        } else {
-            None
-        };
-        confirm::decide(spec, evidence)
+/// The confirmation of a call, or `AuthzDenied` when it needs one and has none.
+pub(super) async fn confirm(
+    app: &App,
+    session: &Session,
+    principal: &Principal,
+    tool: Tool,
+    call: &CallParams,
+) -> Result<Option<Confirmation>, DomainError> {
+    let spec = tool.spec();
+    if !spec.effects.needs_confirmation() {
+        return Ok(None);
     }
+    let evidence = if let Some(how) = call.confirmation() {
+        Some(how)
+    } else if let Some(token) = call.confirmation_token() {
+        check_confirmation_token(app, principal, tool, &call.arguments, token).await?;
+        Some(Confirmation::Token)
+    } else if session.client_elicitation() {
+        Some(elicit(session, tool, &call.arguments).await?)
+    } else {
+        None
+    };
+    confirm::decide(spec, evidence)
+}
 
-    async fn check_confirmation_token(
-        &self,
-        principal: &Principal,
-        tool: Tool,
-        args: &Value,
-        token: &str,
-    ) -> Result<(), DomainError> {
-        let claims = self
-            .identity()
-            .verifier()
-            .verify_confirmation(token)
-            .await?;
-        let now = self.ports().clock.now();
-        confirm::check_token(&claims, principal, tool.name(), &args_sha256(args), now)?;
-        if !self
-            .ports()
-            .ledger
-            .claim(&principal.tenant, &claims.jti, claims.expires_at)
-            .await?
-        {
-            return Err(DomainError::denied(
-                "the confirmation token was already used",
-                "Confirmation tokens work once; mint a new one for this call.",
-            ));
-        }
-        Ok(())
+async fn check_confirmation_token(
+    app: &App,
+    principal: &Principal,
+    tool: Tool,
+    args: &Value,
+    token: &str,
+) -> Result<(), DomainError> {
+    let claims = app.identity().verifier().verify_confirmation(token).await?;
+    let now = app.ports().clock.now();
+    confirm::check_token(&claims, principal, tool.name(), &args_sha256(args), now)?;
+    if !app
+        .ports()
+        .ledger
+        .claim(&principal.tenant, &claims.jti, claims.expires_at)
+        .await?
+    {
+        return Err(DomainError::denied(
+            "the confirmation token was already used",
+            "Confirmation tokens work once; mint a new one for this call.",
+        ));
     }
+    Ok(())
+}
 
-    /// Asks the user with a form elicitation; only an explicit "yes" confirms.
-    async fn elicit(
-        &self,
-        session: &Session,
-        tool: Tool,
-        args: &Value,
-    ) -> Result<Confirmation, DomainError> {
-        let summary = crate::lines::truncate(&args.to_string(), 500).to_owned();
-        let params = json!({
-            "mode": "form",
-            "message": format!("Allow {} to run with these arguments? {summary}", tool.spec().title),
-            "requestedSchema": {
-                "type": "object",
-                "properties": {
-                    "confirm": {"type": "boolean", "title": "Allow this call", "default": false}
-                },
-                "required": ["confirm"]
-            }
-        });
-        let denied = |why: &str| {
-            DomainError::denied(
-                format!("the user did not confirm the call ({why})"),
-                "The call needs the user's approval; ask again if they want it to run.",
-            )
-        };
-        match session
-            .ask("elicitation/create", params, ELICITATION_WAIT)
-            .await
-        {
-            Some(Ok(result)) => match (
-                result.get("action").and_then(Value::as_str),
-                result.pointer("/content/confirm"),
-            ) {
-                (Some("accept"), Some(Value::Bool(true))) => Ok(Confirmation::Elicited),
-                (Some("accept"), _) => Err(denied("answered no")),
-                (Some("decline"), _) => Err(denied("declined")),
-                (Some("cancel"), _) => Err(denied("cancelled")),
-                _ => Err(denied("unreadable answer")),
+/// Asks the user with a form elicitation; only an explicit "yes" confirms.
+async fn elicit(session: &Session, tool: Tool, args: &Value) -> Result<Confirmation, DomainError> {
+    let summary = crate::lines::truncate(&args.to_string(), 500).to_owned();
+    let params = json!({
+        "mode": "form",
+        "message": format!("Allow {} to run with these arguments? {summary}", tool.spec().title),
+        "requestedSchema": {
+            "type": "object",
+            "properties": {
+                "confirm": {"type": "boolean", "title": "Allow this call", "default": false}
             },
-            Some(Err(_)) => Err(denied("the client could not ask")),
-            None => Err(denied("no answer")),
+            "required": ["confirm"]
         }
+    });
+    let denied = |why: &str| {
+        DomainError::denied(
+            format!("the user did not confirm the call ({why})"),
+            "The call needs the user's approval; ask again if they want it to run.",
+        )
+    };
+    match session
+        .ask("elicitation/create", params, ELICITATION_WAIT)
+        .await
+    {
+        Some(Ok(result)) => match (
+            result.get("action").and_then(Value::as_str),
+            result.pointer("/content/confirm"),
+        ) {
+            (Some("accept"), Some(Value::Bool(true))) => Ok(Confirmation::Elicited),
+            (Some("accept"), _) => Err(denied("answered no")),
+            (Some("decline"), _) => Err(denied("declined")),
+            (Some("cancel"), _) => Err(denied("cancelled")),
+            _ => Err(denied("unreadable answer")),
+        },
+        Some(Err(_)) => Err(denied("the client could not ask")),
+        None => Err(denied("no answer")),
     }
 }
 

@@ -4,7 +4,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use crate::app::App;
-use crate::app::tools::{json_text, json_value, rfc3339, structured};
+use crate::app::json::{json_text, json_value, structured};
 use crate::app::trace::random_bytes;
 use crate::domain::memory::{AuditEntry, AuditQuery, NewAuditEntry};
 use crate::domain::{CallCtx, DomainError, Timestamp};
@@ -44,7 +44,7 @@ pub(super) async fn append_audit(
         .collect();
     let receipt = app.ports().memory.append(ctx, &entry, &key).await?;
     Ok(structured(
-        json!({ "audit_id": receipt.audit_id, "recorded_at": rfc3339(receipt.recorded_at) }),
+        json!({ "audit_id": receipt.audit_id, "recorded_at": receipt.recorded_at.to_rfc3339() }),
     ))
 }
 
@@ -61,7 +61,7 @@ pub(super) async fn read_audit(
     let since =
         match args.since {
             None => None,
-            Some(s) => Some(parse_rfc3339(&s).ok_or_else(|| {
+            Some(s) => Some(Timestamp::parse_rfc3339(&s).ok_or_else(|| {
                 DomainError::invalid_at("since is not an RFC 3339 time", "/since")
             })?),
         };
@@ -87,16 +87,10 @@ pub(super) async fn read_audit(
 fn entry_json(e: AuditEntry) -> Result<Value, DomainError> {
     let mut v = json!({
         "audit_id": e.audit_id, "kind": e.kind, "actor_id": e.actor_id, "body": json_value(&e.body)?,
-        "recorded_at": rfc3339(e.recorded_at), "trace_id": e.trace_id.to_string()
+        "recorded_at": e.recorded_at.to_rfc3339(), "trace_id": e.trace_id.to_string()
     });
     if let Some(subject) = e.subject {
         v["subject"] = subject.into();
     }
     Ok(v)
-}
-
-fn parse_rfc3339(s: &str) -> Option<Timestamp> {
-    chrono::DateTime::parse_from_rfc3339(s)
-        .ok()
-        .map(|t| Timestamp::from_unix_millis(t.timestamp_millis()))
 }

@@ -4,7 +4,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::app::App;
-use crate::app::tools::{json_value, structured};
+use crate::app::json::{json_value, structured};
 use crate::domain::DomainError;
 
 #[derive(Deserialize)]

@@ -1,77 +1,42 @@
-//! JSON-RPC 2.0 wire types for MCP: parsing incoming frames, building responses, and the
-//! one mapping from `DomainError` to the contract's error envelope (CONTRACT §7).
+//! JSON-RPC 2.0 frames for MCP: reading one incoming frame (its method parsed into a
+//! [`Method`] once, here) and writing response and notification frames.
 //!
 //! Liberal in, strict out: unknown members are ignored on input; every frame we build
 //! follows the 2025-11-25 schema (an error's `id` is omitted, never null, when the
 //! request's id could not be read).
 
-use std::sync::Arc;
-
 use serde_json::{Map, Value, json};
 
-use crate::domain::{DomainError, ErrorClass, TraceId};
-
-/// JSON-RPC parse error.
-pub const PARSE_ERROR: i32 = -32700;
-/// JSON-RPC invalid request.
-pub const INVALID_REQUEST: i32 = -32600;
-/// JSON-RPC method not found.
-pub const METHOD_NOT_FOUND: i32 = -32601;
-/// JSON-RPC invalid params.
-pub const INVALID_PARAMS: i32 = -32602;
-
-/// A request id: a string or an integer, never null.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub enum RequestId {
-    /// A signed integer id.
-    Int(i64),
-    /// An unsigned integer id beyond `i64`.
-    UInt(u64),
-    /// A string id.
-    Str(String),
-}
-
-impl RequestId {
-    /// Reads a string or integer id.
-    pub fn from_value(v: &Value) -> Option<RequestId> {
-        match v {
-            Value::String(s) => Some(RequestId::Str(s.clone())),
-            Value::Number(n) => n
-                .as_i64()
-                .map(RequestId::Int)
-                .or_else(|| n.as_u64().map(RequestId::UInt)),
-            _ => None,
-        }
-    }
-
-    /// The id as JSON.
-    pub fn to_value(&self) -> Value {
-        match self {
-            RequestId::Int(i) => Value::from(*i),
-            RequestId::UInt(u) => Value::from(*u),
-            RequestId::Str(s) => Value::String(s.clone()),
-        }
-    }
-}
+use super::error::{INVALID_REQUEST, PARSE_ERROR, RpcError};
+use super::id::RequestId;
+use super::method::{Method, Notice};
 
 /// A request from the peer.
 #[derive(Debug)]
 pub struct Request {
     /// Its id.
     pub id: RequestId,
-    /// The method.
-    pub method: String,
-    /// `params`, or `Null` when absent.
-    pub params: Value,
+    /// The method with its params.
+    pub method: Method,
+    /// The caller's W3C trace context from `params._meta` (`traceparent`, `tracestate`).
+    pub trace: TraceMeta,
 }
 
-/// A notification from the peer.
-#[derive(Debug)]
-pub struct Notification {
-    /// The method.
-    pub method: String,
-    /// `params`, or `Null` when absent.
-    pub params: Value,
+/// The W3C trace context a request carries in `params._meta`, as sent.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TraceMeta {
+    /// `_meta.traceparent`.
+    pub traceparent: Option<String>,
+    /// `_meta.tracestate`.
+    pub tracestate: Option<String>,
+}
+
+impl Request {
+    /// A request built in-process (the `call` subcommand).
+    pub fn new(id: RequestId, method: &str, params: &Value) -> Request {
+        let (method, trace) = read_method(method, params);
+        Request { id, method, trace }
+    }
 }
 
 /// A response from the peer to a request we sent.
@@ -89,7 +54,7 @@ pub enum Incoming {
     /// Expects a response.
     Request(Request),
     /// Expects nothing.
-    Notification(Notification),
+    Notification(Notice),
     /// Answers one of ours.
     Response(PeerResponse),
 }
@@ -144,8 +109,8 @@ pub fn parse_frame(bytes: &[u8]) -> Result<Incoming, FrameError> {
     let params = obj.remove("params").unwrap_or(Value::Null);
     match obj.remove("method") {
         Some(Value::String(method)) => Ok(match id {
-            Some(id) => Incoming::Request(Request { id, method, params }),
-            None => Incoming::Notification(Notification { method, params }),
+            Some(id) => Incoming::Request(Request::new(id, &method, &params)),
+            None => Incoming::Notification(Notice::parse(&method, &params)),
         }),
         Some(_) => Err(invalid("invalid request: method must be a string", &id)),
         None => {
@@ -170,70 +135,21 @@ pub fn parse_frame(bytes: &[u8]) -> Result<Incoming, FrameError> {
     }
 }
 
-/// A JSON-RPC error object ready to send.
-#[derive(Debug, Clone)]
-pub struct RpcError {
-    /// Error code.
-    pub code: i32,
-    /// One user-safe sentence.
-    pub message: String,
-    /// The envelope: `class`, `trace_id`, `hint`, extras.
-    pub data: Map<String, Value>,
-}
-
-impl RpcError {
-    /// A protocol-level error (bad frame, unknown method, bad params): class
-    /// `input_validation`, since the client can fix it.
-    pub fn protocol(code: i32, message: impl Into<String>, hint: &str, trace: TraceId) -> RpcError {
-        let mut data = Map::new();
-        data.insert("class".into(), ErrorClass::InputValidation.as_str().into());
-        data.insert("trace_id".into(), trace.to_string().into());
-        data.insert("hint".into(), hint.into());
-        RpcError {
-            code,
-            message: message.into(),
-            data,
-        }
-    }
-
-    /// The contract envelope of a domain error. The match has no wildcard arm, so a new
-    /// variant fails to compile until it is mapped here.
-    pub fn from_domain(err: &DomainError, trace: TraceId) -> RpcError {
-        let class = err.class();
-        let mut data = Map::new();
-        data.insert("class".into(), class.as_str().into());
-        data.insert("trace_id".into(), trace.to_string().into());
-        data.insert("hint".into(), err.hint().into());
-        match err {
-            DomainError::InputValidation { pointer, .. } => {
-                if let Some(p) = pointer {
-                    data.insert("pointer".into(), p.clone().into());
-                }
-            }
-            DomainError::AuthzDenied { missing_scopes, .. } => {
-                if !missing_scopes.is_empty() {
-                    data.insert("missing_scopes".into(), json!(missing_scopes));
-                }
-            }
-            DomainError::UpstreamUnavailable { .. } | DomainError::Internal { .. } => {}
-        }
-        RpcError {
-            code: class.code(),
-            message: err.to_string(),
-            data,
-        }
-    }
-
-    /// Adds a member to `data`.
-    pub fn with_data(mut self, key: &str, value: Value) -> RpcError {
-        self.data.insert(key.into(), value);
-        self
-    }
-
-    /// The error object.
-    pub fn to_value(&self) -> Value {
-        json!({ "code": self.code, "message": self.message, "data": self.data })
-    }
+/// The method of a request and its trace context. `_meta` is read once: it goes to
+/// `tools/call` whole, and its trace members to every request.
+fn read_method(name: &str, params: &Value) -> (Method, TraceMeta) {
+    // Liberal in: a non-object `_meta` is ignored rather than refused.
+    let meta: Map<String, Value> = params
+        .get("_meta")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    let text = |key: &str| meta.get(key).and_then(Value::as_str).map(str::to_owned);
+    let trace = TraceMeta {
+        traceparent: text("traceparent"),
+        tracestate: text("tracestate"),
+    };
+    (Method::parse(name, params, meta), trace)
 }
 
 /// A method's result: a value, or JSON text serialized once and reused (`tools/list`).
@@ -242,7 +158,7 @@ pub enum Reply {
     /// Serialized per response.
     Json(Value),
     /// Already serialized.
-    Raw(Arc<str>),
+    Raw(std::sync::Arc<str>),
 }
 
 impl From<Value> for Reply {
@@ -279,6 +195,7 @@ pub fn notification(method: &str, params: Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::TraceId;
 
     fn frame_error(bytes: &str) -> FrameError {
         parse_frame(bytes.as_bytes()).unwrap_err()
@@ -345,27 +262,24 @@ mod tests {
     }
 
     #[test]
+    fn a_request_carries_its_parsed_method_and_trace_context() {
+        let r = parse_frame(
+            br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","_meta":{"traceparent":"tp","tracestate":"a=1"}}}"#,
+        )
+        .unwrap();
+        let Incoming::Request(r) = r else { panic!() };
+        assert!(
+            matches!(&r.method, Method::ToolsCall(Ok(c)) if c.name == "x" && c.meta.len() == 2)
+        );
+        assert_eq!(r.trace.traceparent.as_deref(), Some("tp"));
+        assert_eq!(r.trace.tracestate.as_deref(), Some("a=1"));
+    }
+
+    #[test]
     fn error_frames_omit_an_unknown_id() {
         let err = RpcError::protocol(PARSE_ERROR, "x", "y", TraceId::from_bytes([1; 16]));
         let frame: Value = serde_json::from_str(&failure(None, &err)).unwrap();
         assert!(frame.get("id").is_none());
         assert_eq!(frame["error"]["data"]["trace_id"], "01".repeat(16));
-    }
-
-    #[test]
-    fn the_envelope_carries_class_trace_hint_and_extras() {
-        let trace = TraceId::from_bytes([2; 16]);
-        let e = RpcError::from_domain(&DomainError::invalid_at("bad persona", "/persona"), trace);
-        assert_eq!(e.code, -32602);
-        assert_eq!(e.data["class"], "input_validation");
-        assert_eq!(e.data["pointer"], "/persona");
-        let denied = DomainError::AuthzDenied {
-            message: "m".into(),
-            hint: "h".into(),
-            missing_scopes: vec!["s".into()],
-        };
-        let e = RpcError::from_domain(&denied, trace);
-        assert_eq!(e.code, -32000);
-        assert_eq!(e.data["missing_scopes"], json!(["s"]));
     }
 }

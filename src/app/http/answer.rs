@@ -1,0 +1,53 @@
+//! A dispatched request on its way to becoming an HTTP response: the work (whose panic is
+//! caught) and the status of a JSON answer, chosen from the typed answer, never its text.
+
+use std::any::Any;
+use std::pin::Pin;
+
+use axum::http::StatusCode;
+use axum::response::Response;
+
+use super::reply;
+use super::shared::Shared;
+use crate::app::rpc::RequestId;
+use crate::app::server::Answer;
+
+/// The dispatcher's answer to one request, or the panic it raised.
+pub(super) type Work = Pin<Box<dyn Future<Output = Result<Answer, Box<dyn Any + Send>>> + Send>>;
+
+/// The status of a JSON answer: 403 with a step-up challenge for a missing scope, 429 +
+/// `Retry-After` when the bridge is at a limit, 400 for a newer client's
+/// `server/discover` probe (`discover`, CONTRACT §3), else 200.
+pub(super) fn json_answer(
+    s: &Shared,
+    id: &RequestId,
+    discover: bool,
+    outcome: Result<Answer, Box<dyn Any + Send>>,
+) -> Response {
+    let Ok(answer) = outcome else {
+        return reply::json(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            reply::panic_frame(Some(id)),
+        );
+    };
+    if !answer.missing_scopes.is_empty() {
+        let challenge = format!(
+            "Bearer error=\"insufficient_scope\", scope=\"{}\", resource_metadata=\"{}\"",
+            answer.missing_scopes.join(" "),
+            s.resource_metadata
+        );
+        return reply::challenge(reply::json(StatusCode::FORBIDDEN, answer.frame), &challenge);
+    }
+    if let Some(wait) = answer.retry_after {
+        return reply::retry_after(
+            reply::json(StatusCode::TOO_MANY_REQUESTS, answer.frame),
+            wait,
+        );
+    }
+    let status = if discover {
+        StatusCode::BAD_REQUEST
+    } else {
+        StatusCode::OK
+    };
+    reply::json(status, answer.frame)
+}

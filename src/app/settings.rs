@@ -1,0 +1,42 @@
+//! The behaviour switches of the protocol layer.
+
+/// How `tools/call` failures of the fixable classes reach the client.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ToolErrors {
+    /// As JSON-RPC errors with the envelope (default).
+    Jsonrpc,
+    /// `input_validation` and `upstream_unavailable` as `isError: true` results (SEP-1303).
+    Result,
+}
+
+/// How plain (non-task) calls of long-running tools answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LongRunning {
+    /// At once, with a task handle.
+    Handle,
+    /// With the final result.
+    Wait,
+}
+
+/// Behaviour switches of the protocol layer.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// Error carrier for fixable tool errors.
+    pub tool_errors: ToolErrors,
+    /// Plain-call behaviour of long-running tools.
+    pub long_running: LongRunning,
+    /// Cap on one tenant's tasks running on this instance.
+    pub max_tasks_per_tenant: usize,
+}
+
+impl Default for Settings {
+    fn default() -> Settings {
+        Settings {
+            tool_errors: ToolErrors::Jsonrpc,
+            long_running: LongRunning::Handle,
+            max_tasks_per_tenant: crate::app::tasks::runner::DEFAULT_MAX_TASKS_PER_TENANT,
+        }
+    }
+}

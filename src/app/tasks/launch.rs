@@ -1,0 +1,70 @@
+//! Starting a long-running tool as a task, and its two front doors (CONTRACT §3): with
+//! `params.task` a spec `CreateTaskResult`; without it, the seed's immediate handle, or
+//! with `--long-running wait` the final result.
+
+use serde_json::{Value, json};
+
+use super::run::{ProgressTarget, Work};
+use super::runner::NewRun;
+use super::wire::{spec_task, task_result};
+use crate::app::json::structured;
+use crate::app::rpc::CallParams;
+use crate::app::session::Session;
+use crate::app::{App, LongRunning};
+use crate::domain::task::granted_ttl_ms;
+use crate::domain::{CallCtx, DomainError, JsonText, Timestamp, Tool};
+
+/// Creates and starts the task. The run's deadline and the task's `timeout_at` are one
+/// instant: `timeout_s` after the task's creation.
+pub async fn launch(
+    app: &App,
+    session: &Session,
+    ctx: &CallCtx,
+    tool: Tool,
+    call: &CallParams,
+    timeout_s: u64,
+    work: impl FnOnce(Timestamp) -> Work,
+) -> Result<Value, DomainError> {
+    let now = app.ports().clock.now();
+    let timeout_at = now.plus_millis((timeout_s * 1000) as i64);
+    let ttl = granted_ttl_ms(call.requested_ttl());
+    let progress = call
+        .meta
+        .get("progressToken")
+        .cloned()
+        .map(|token| ProgressTarget {
+            outbound: session.outbound(),
+            token,
+        });
+    let new = NewRun {
+        tool,
+        input: JsonText::from_serialized(call.arguments.to_string()),
+        work: work(timeout_at),
+        created_at: now,
+        timeout_at,
+        expires_at: now.plus_millis(ttl),
+        progress,
+    };
+    let task = app.runner().start(ctx.clone(), new).await?;
+    if call.task.is_some() {
+        let handle = format!(
+            "Started {} as task {}; poll tasks/get and fetch the result with tasks/result.",
+            tool.name(),
+            task.id
+        );
+        return Ok(json!({
+            "task": spec_task(&task),
+            "_meta": {"io.modelcontextprotocol/model-immediate-response": handle}
+        }));
+    }
+    match app.settings().long_running {
+        LongRunning::Handle => {
+            let handle = json!({"task_id": task.id.to_string(), "status": "running"});
+            Ok(structured(handle))
+        }
+        LongRunning::Wait => {
+            let done = app.runner().wait_terminal(&task.tenant, task.id).await?;
+            task_result(&done)
+        }
+    }
+}

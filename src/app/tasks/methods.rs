@@ -1,0 +1,176 @@
+//! `tasks/get`, `tasks/result`, `tasks/list` and `tasks/cancel` (CONTRACT §3, §6).
+//!
+//! A task id that does not parse, does not exist, or belongs to another tenant gets the
+//! identical "task not found" answer. Tasks are visible tenant-wide; acting on one needs
+//! the scope of the tool that created it. `{taskId}` params get the spec's shapes, `{id}`
+//! params the seed's. Identity is checked before the params, as for every task method.
+
+use serde_json::{Value, json};
+
+use super::wire::{seed_task, spec_task, task_result};
+use crate::app::App;
+use crate::app::rpc::{BadParams, INVALID_PARAMS, RpcError, TaskRef};
+use crate::app::session::Session;
+use crate::domain::task::{Task, TaskStatus};
+use crate::domain::{DomainError, Principal, TaskId, TraceId};
+use crate::ports::TaskOutcome;
+
+/// `tasks/get`.
+pub async fn get(
+    app: &App,
+    session: &Session,
+    params: &Result<TaskRef, BadParams>,
+    trace: TraceId,
+) -> Result<Value, RpcError> {
+    let (task, seed_shape) = load(app, session, params, trace).await?;
+    if seed_shape {
+        seed_task(&task).map_err(|e| RpcError::logged(&e, trace))
+    } else {
+        Ok(spec_task(&task))
+    }
+}
+
+/// `tasks/cancel`.
+pub async fn cancel(
+    app: &App,
+    session: &Session,
+    params: &Result<TaskRef, BadParams>,
+    trace: TraceId,
+) -> Result<Value, RpcError> {
+    let fail = |e: DomainError| RpcError::logged(&e, trace);
+    let (task, seed_shape) = load(app, session, params, trace).await?;
+    let cancelled = stop(app, &task).await.map_err(fail)?;
+    if seed_shape {
+        seed_task(&cancelled).map_err(fail)
+    } else {
+        Ok(spec_task(&cancelled))
+    }
+}
+
+/// `tasks/result`: waits until the task is terminal, then answers what the original call
+/// would have, in the task's trace.
+pub async fn result(
+    app: &App,
+    session: &Session,
+    params: &Result<TaskRef, BadParams>,
+    trace: TraceId,
+) -> Result<Value, RpcError> {
+    let (task, _) = load(app, session, params, trace).await?;
+    let done = app
+        .runner()
+        .wait_terminal(&task.tenant, task.id)
+        .await
+        .map_err(|e| RpcError::logged(&e, trace))?;
+    let related = json!({"io.modelcontextprotocol/related-task": {"taskId": done.id.to_string()}});
+    match task_result(&done) {
+        Ok(mut result) => {
+            result["_meta"] = related;
+            Ok(result)
+        }
+        Err(e) => Err(RpcError::from_domain(&e, done.trace_id).with_data("_meta", related)),
+    }
+}
+
+/// `tasks/list`: one page of the tenant's tasks, without those of tools the caller may
+/// not use.
+pub async fn list(
+    app: &App,
+    session: &Session,
+    cursor: &Result<Option<String>, BadParams>,
+    trace: TraceId,
+) -> Result<Value, RpcError> {
+    let fail = |e: DomainError| RpcError::logged(&e, trace);
+    let principal = app.principal(session).await.map_err(fail)?;
+    let cursor = cursor.as_ref().map_err(|e| bad_params(e, trace))?;
+    let page = app
+        .ports()
+        .tasks
+        .list(&principal.tenant, cursor.as_deref(), 50)
+        .await
+        .map_err(fail)?;
+    let visible: Vec<Value> = page
+        .tasks
+        .iter()
+        .filter(|t| principal.has(t.tool.spec().scope))
+        .map(spec_task)
+        .collect();
+    let mut out = json!({ "tasks": visible });
+    if let Some(next) = page.next_cursor {
+        out["nextCursor"] = next.into();
+    }
+    Ok(out)
+}
+
+/// The caller's task named by `params`, if the caller may act on it; and whether the
+/// seed's shape was asked for.
+async fn load(
+    app: &App,
+    session: &Session,
+    params: &Result<TaskRef, BadParams>,
+    trace: TraceId,
+) -> Result<(Task, bool), RpcError> {
+    let fail = |e: DomainError| RpcError::logged(&e, trace);
+    let principal = app.principal(session).await.map_err(fail)?;
+    let task_ref = params.as_ref().map_err(|e| bad_params(e, trace))?;
+    let id = TaskId::parse(&task_ref.id).ok_or_else(|| fail(DomainError::task_not_found()))?;
+    let task = app
+        .ports()
+        .tasks
+        .get(&principal.tenant, id)
+        .await
+        .map_err(fail)?;
+    may_act_on(&principal, &task).map_err(fail)?;
+    Ok((task, task_ref.seed_shape))
+}
+
+fn bad_params(e: &BadParams, trace: TraceId) -> RpcError {
+    RpcError::protocol(INVALID_PARAMS, e.message.clone(), e.hint, trace)
+}
+
+async fn stop(app: &App, task: &Task) -> Result<Task, DomainError> {
+    if task.status.is_terminal() {
+        return Err(already_terminal(task));
+    }
+    let outcome = TaskOutcome {
+        status: TaskStatus::Cancelled,
+        output: None,
+        failure: None,
+    };
+    let stored = app
+        .ports()
+        .tasks
+        .finish(&task.tenant, task.id, &outcome, app.ports().clock.now())
+        .await?;
+    if stored.status != TaskStatus::Cancelled {
+        return Err(already_terminal(&stored));
+    }
+    app.runner().stop_local(task.id).await;
+    tracing::info!(task_id = %task.id, tenant = %task.tenant, "task cancelled");
+    Ok(stored)
+}
+
+fn already_terminal(task: &Task) -> DomainError {
+    DomainError::invalid(format!(
+        "cannot cancel the task: it is already {}",
+        task.status.as_str()
+    ))
+    .with_hint("Only running tasks can be cancelled.")
+}
+
+fn may_act_on(principal: &Principal, task: &Task) -> Result<(), DomainError> {
+    let scope = task.tool.spec().scope;
+    if principal.has(scope) {
+        return Ok(());
+    }
+    Err(DomainError::AuthzDenied {
+        message: format!(
+            "this task needs scope '{}' which is not in your token",
+            scope.as_str()
+        ),
+        hint: format!(
+            "Re-authorise the plugin with the '{}' scope, or have an admin grant it.",
+            scope.as_str()
+        ),
+        missing_scopes: vec![scope.as_str().to_owned()],
+    })
+}

@@ -1,0 +1,12 @@
+//! Long-running tool calls as MCP tasks: starting them (`launch`), running them on this
+//! instance (`runner`, `run`), the `tasks/*` methods, and their wire shapes.
+
+mod launch;
+pub mod methods;
+mod run;
+pub mod runner;
+mod wire;
+
+pub use launch::launch;
+pub use run::{ProgressTarget, Work};
+pub use runner::{DEFAULT_MAX_TASKS_PER_TENANT, LEASE, TaskRunner};

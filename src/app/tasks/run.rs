@@ -1,0 +1,276 @@
+//! One run of a task, start to stored outcome: the CUO call on a child of its own,
+//! progress to the store and the client, the deadline backstop, the outcome written with
+//! a conditional update, and the workflow's `plugin.invoked` audit row.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::Serialize;
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::app::rpc::notification;
+use crate::app::telemetry::Outcome;
+use crate::domain::cuo::{Progress, WorkflowOutcome};
+use crate::domain::memory::NewAuditEntry;
+use crate::domain::task::{Task, TaskFailure, TaskStatus, timed_out};
+use crate::domain::{CallCtx, DomainError, JsonText, Tool};
+use crate::ports::{Ports, ProgressSink, SkillRun, TaskOutcome, WorkflowRun};
+
+/// What a task runs.
+pub enum Work {
+    /// A CUO workflow.
+    Workflow(WorkflowRun),
+    /// A skill.
+    Skill(SkillRun),
+}
+
+/// Where progress of one run goes besides the store: the client, when it sent a
+/// `progressToken`.
+pub struct ProgressTarget {
+    /// Serialized notifications to the client.
+    pub outbound: mpsc::Sender<String>,
+    /// The client's token.
+    pub token: Value,
+}
+
+/// Runs `task` until it completes, passes its deadline or `stop` fires, and stores the
+/// outcome (a stopped run stores nothing: whoever stopped it wrote its status).
+pub(super) async fn run(
+    ports: &Ports,
+    ctx: CallCtx,
+    task: Task,
+    work: Work,
+    progress: Option<ProgressTarget>,
+    stop: CancellationToken,
+) -> Outcome {
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let sink = ChannelSink(tx);
+    let cuo = Arc::clone(&ports.cuo);
+    let mut call = Box::pin(async {
+        match &work {
+            Work::Workflow(run) => cuo
+                .execute_workflow(&ctx, run, &sink)
+                .await
+                .map(|o| workflow_output(&o)),
+            Work::Skill(run) => cuo.invoke_skill(&ctx, run, &sink).await,
+        }
+    });
+    let now_ms = ports.clock.now().unix_millis();
+    // The adapter enforces the deadline itself; this is the backstop.
+    let backstop =
+        Duration::from_millis(u64::try_from(task.timeout_at.unix_millis() - now_ms).unwrap_or(0))
+            + Duration::from_secs(5);
+    let deadline = tokio::time::sleep(backstop);
+    tokio::pin!(deadline);
+    let mut last_step = 0u64;
+    let outcome = loop {
+        tokio::select! {
+            result = &mut call => break Some(result),
+            () = stop.cancelled() => break None,
+            () = &mut deadline => break Some(Err(timeout_error(&task))),
+            Some(p) = rx.recv() => {
+                if p.step > last_step {
+                    last_step = p.step;
+                    report(ports, &task, &p, progress.as_ref()).await;
+                }
+            }
+        }
+    };
+    // Dropping the call future kills the child's process group.
+    drop(call);
+    let Some(result) = outcome else {
+        tracing::info!(task_id = %task.id, "task stopped");
+        return Outcome::Cancelled;
+    };
+    let outcome = match result {
+        Ok(output) => TaskOutcome {
+            status: TaskStatus::Completed,
+            output: Some(output),
+            failure: None,
+        },
+        Err(e) => {
+            tracing::info!(task_id = %task.id, class = %e.class(), "task failed: {e}");
+            TaskOutcome {
+                status: TaskStatus::Failed,
+                output: None,
+                failure: Some(failure_of(&e)),
+            }
+        }
+    };
+    store_outcome(ports, &task, &outcome).await;
+    if task.tool == Tool::ExecuteWorkflow {
+        audit_invocation(ports, &ctx, &task, &outcome).await;
+    }
+    match &outcome.failure {
+        None => Outcome::Success,
+        Some(f) => Outcome::Failed(f.class),
+    }
+}
+
+/// The `structuredContent` of `cyberos.cuo.execute_workflow`, serialized once.
+fn workflow_output(outcome: &WorkflowOutcome) -> JsonText {
+    #[derive(Serialize)]
+    struct Output<'a> {
+        steps_executed: u64,
+        final_artifacts: Vec<Artifact<'a>>,
+    }
+    #[derive(Serialize)]
+    struct Artifact<'a> {
+        name: &'a str,
+        media_type: &'a str,
+        content: &'a str,
+    }
+    let output = Output {
+        steps_executed: outcome.steps_executed,
+        final_artifacts: outcome
+            .final_artifacts
+            .iter()
+            .map(|a| Artifact {
+                name: &a.name,
+                media_type: &a.media_type,
+                content: &a.content,
+            })
+            .collect(),
+    };
+    JsonText::from_serialized(
+        serde_json::to_string(&output).expect("strings and numbers serialize"),
+    )
+}
+
+async fn report(ports: &Ports, task: &Task, p: &Progress, target: Option<&ProgressTarget>) {
+    let message = p
+        .message
+        .clone()
+        .unwrap_or_else(|| format!("step {}", p.step));
+    let now = ports.clock.now();
+    if let Err(e) = ports
+        .tasks
+        .record_progress(&task.tenant, task.id, &message, now)
+        .await
+    {
+        tracing::warn!(task_id = %task.id, "cannot record progress: {e}");
+    }
+    if let Some(target) = target {
+        let mut params = json!({
+            "progressToken": target.token, "progress": p.step, "message": message,
+            "_meta": {"io.modelcontextprotocol/related-task": {"taskId": task.id.to_string()}}
+        });
+        if let Some(total) = p.total {
+            params["total"] = total.into();
+        }
+        let _ = target
+            .outbound
+            .try_send(notification("notifications/progress", params));
+    }
+}
+
+/// Appends the seed's `plugin.invoked` row for a finished workflow. The task's outcome
+/// never depends on it: a down memory service is retried with the same idempotency key
+/// (so nothing is written twice), then logged.
+async fn audit_invocation(ports: &Ports, ctx: &CallCtx, task: &Task, outcome: &TaskOutcome) {
+    let now = ports.clock.now();
+    let result = match &outcome.failure {
+        None => "success",
+        Some(f) => f.class.as_str(),
+    };
+    let body = json!({
+        "plugin_id": "cyberos",
+        "plugin_version": env!("CARGO_PKG_VERSION"),
+        "tool_name": task.tool.name(),
+        "trace_id": task.trace_id.to_string(),
+        "duration_ms": now.millis_since(task.created_at),
+        "outcome": result,
+        "task_id": task.id.to_string()
+    });
+    let entry = NewAuditEntry {
+        kind: "plugin.invoked".into(),
+        subject: Some(task.id.to_string()),
+        body: JsonText::from_serialized(body.to_string()),
+    };
+    let key = format!("plugin.invoked:{}", task.id);
+    for attempt in 0..3u64 {
+        match ports.memory.append(ctx, &entry, &key).await {
+            Ok(_) => return,
+            Err(e) if attempt < 2 => {
+                tracing::debug!(task_id = %task.id, "plugin.invoked audit row failed, retrying: {e}");
+                tokio::time::sleep(Duration::from_millis(500 * (attempt + 1))).await;
+            }
+            Err(e) => {
+                tracing::warn!(task_id = %task.id, "plugin.invoked audit row not recorded: {e}")
+            }
+        }
+    }
+}
+
+/// Writes the outcome, retrying briefly if the store blinks.
+async fn store_outcome(ports: &Ports, task: &Task, outcome: &TaskOutcome) {
+    for attempt in 0..5u64 {
+        match ports
+            .tasks
+            .finish(&task.tenant, task.id, outcome, ports.clock.now())
+            .await
+        {
+            Ok(stored) => {
+                tracing::info!(task_id = %task.id, status = stored.status.as_str(), "task finished");
+                return;
+            }
+            Err(e) => {
+                tracing::warn!(task_id = %task.id, "cannot store the outcome (attempt {}): {e}", attempt + 1);
+                tokio::time::sleep(Duration::from_millis(200 * (attempt + 1))).await;
+            }
+        }
+    }
+}
+
+struct ChannelSink(mpsc::UnboundedSender<Progress>);
+
+impl ProgressSink for ChannelSink {
+    fn report(&self, progress: Progress) {
+        let _ = self.0.send(progress);
+    }
+}
+
+fn timeout_error(task: &Task) -> DomainError {
+    let f = timed_out(task.timeout_at.millis_since(task.created_at) / 1000);
+    DomainError::Internal {
+        message: f.message,
+        hint: f.hint,
+        source: None,
+    }
+}
+
+/// The stored failure of a run's error.
+fn failure_of(e: &DomainError) -> TaskFailure {
+    TaskFailure {
+        class: e.class(),
+        message: e.to_string(),
+        hint: e.hint().to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::cuo::Artifact;
+
+    #[test]
+    fn a_workflow_outcome_is_serialized_in_the_tools_output_shape() {
+        let outcome = WorkflowOutcome {
+            steps_executed: 2,
+            final_artifacts: vec![Artifact {
+                name: "a.md".into(),
+                media_type: "text/markdown".into(),
+                content: "# \"x\"".into(),
+            }],
+        };
+        let v: Value = serde_json::from_str(workflow_output(&outcome).as_str()).unwrap();
+        assert_eq!(
+            v,
+            json!({"steps_executed": 2, "final_artifacts": [
+                {"name": "a.md", "media_type": "text/markdown", "content": "# \"x\""}
+            ]})
+        );
+    }
+}

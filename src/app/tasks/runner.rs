@@ -1,0 +1,321 @@
+//! Runs long tools as tasks: creates the stored task, runs it on a CUO child of its own,
+//! records progress and the outcome, and keeps the instance's leases alive.
+//!
+//! Status only moves forward: the outcome is written with a conditional update, so a run
+//! that finishes after a cancel leaves `cancelled` in place. A run stops when it completes,
+//! when its deadline passes, when this instance cancels it, or when the store says it
+//! stopped elsewhere (another instance cancelled it); stopping drops the adapter's future,
+//! which kills the child's process group.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+use tracing::Instrument;
+
+use super::run::{ProgressTarget, Work, run};
+use crate::app::telemetry::TaskSpan;
+use crate::app::trace::random_bytes;
+use crate::domain::task::{Task, TaskStatus, orphaned};
+use crate::domain::{CallCtx, DomainError, JsonText, TaskId, TenantId, Timestamp, Tool, Upstream};
+use crate::ports::{NewTask, Ports, StopSink, TaskOutcome};
+
+/// How long a lease holds without a heartbeat.
+pub const LEASE: Duration = Duration::from_secs(15);
+/// How often this instance renews its leases and sweeps.
+const HEARTBEAT: Duration = Duration::from_secs(5);
+/// How often this instance asks the store whether its runs were stopped elsewhere.
+const STOP_POLL: Duration = Duration::from_secs(1);
+/// Default cap on one tenant's tasks running on one instance.
+pub const DEFAULT_MAX_TASKS_PER_TENANT: usize = 32;
+/// How long a tenant at its cap is told to wait (HTTP: `Retry-After`).
+const AT_CAP_RETRY: Duration = Duration::from_secs(5);
+
+/// A run to start: everything of its task but the id, which the runner draws.
+pub struct NewRun {
+    /// The long-running tool.
+    pub tool: Tool,
+    /// The tool arguments, kept with the task.
+    pub input: JsonText,
+    /// What to run.
+    pub work: Work,
+    /// The creation instant (the call's clock reading).
+    pub created_at: Timestamp,
+    /// The run's deadline, also the task's `timeout_at`.
+    pub timeout_at: Timestamp,
+    /// When the stored task may be deleted.
+    pub expires_at: Timestamp,
+    /// The client's progress token, if it sent one.
+    pub progress: Option<ProgressTarget>,
+}
+
+struct LocalRun {
+    tenant: TenantId,
+    stop: CancellationToken,
+    done: watch::Receiver<bool>,
+}
+
+/// This instance's runs.
+pub struct TaskRunner {
+    owner: String,
+    max_per_tenant: usize,
+    ports: Ports,
+    local: Mutex<HashMap<TaskId, LocalRun>>,
+    tracker: TaskTracker,
+    /// Bumped whenever a local run finishes, to wake waiters early.
+    finished: watch::Sender<u64>,
+}
+
+impl TaskRunner {
+    /// A runner for a new instance (its owner id is random) that runs at most
+    /// `max_per_tenant` tasks of one tenant at a time.
+    pub fn new(ports: Ports, max_per_tenant: usize) -> Arc<TaskRunner> {
+        let owner: String = random_bytes::<8>()
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        Arc::new(TaskRunner {
+            owner: format!("bridge-{owner}"),
+            max_per_tenant,
+            ports,
+            local: Mutex::new(HashMap::new()),
+            tracker: TaskTracker::new(),
+            finished: watch::channel(0).0,
+        })
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<TaskId, LocalRun>> {
+        self.local.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Creates the task (drawing its id, again on a collision) and starts running it.
+    ///
+    /// # Errors
+    /// `UpstreamUnavailable` when the store is down, or (with a retry delay) when the
+    /// tenant already runs as many tasks here as it may.
+    pub async fn start(self: &Arc<Self>, ctx: CallCtx, new: NewRun) -> Result<Task, DomainError> {
+        let running = self
+            .lock()
+            .values()
+            .filter(|r| r.tenant == ctx.tenant)
+            .count();
+        if running >= self.max_per_tenant {
+            return Err(DomainError::UpstreamUnavailable {
+                upstream: Upstream::TaskStore,
+                message: "too many running tasks".into(),
+                hint: format!(
+                    "At most {} of your tasks run at once here; wait for some to finish or cancel them, then retry.",
+                    self.max_per_tenant
+                ),
+                retry_after: Some(AT_CAP_RETRY),
+                source: None,
+            });
+        }
+        let NewRun {
+            tool,
+            input,
+            work,
+            created_at,
+            timeout_at,
+            expires_at,
+            progress,
+        } = new;
+        let mut task = Task {
+            id: draw_id(),
+            tenant: ctx.tenant,
+            tool,
+            status: TaskStatus::Running,
+            output: None,
+            failure: None,
+            status_message: Some("started".into()),
+            trace_id: ctx.trace_id,
+            created_at,
+            updated_at: created_at,
+            timeout_at,
+            expires_at,
+        };
+        let lease_until = self.ports.clock.now().plus_millis(LEASE.as_millis() as i64);
+        let mut created = false;
+        for attempt in 0..3 {
+            if attempt > 0 {
+                tracing::warn!(task_id = %task.id, "task id collision; drawing a new id");
+                task.id = draw_id();
+            }
+            let new = NewTask {
+                task: task.clone(),
+                input: input.clone(),
+                owner: self.owner.clone(),
+                lease_until,
+            };
+            if self.ports.tasks.create(&new).await? {
+                created = true;
+                break;
+            }
+        }
+        if !created {
+            return Err(DomainError::internal("could not allocate a task id", None));
+        }
+        let stop = CancellationToken::new();
+        let (done_tx, done_rx) = watch::channel(false);
+        self.lock().insert(
+            task.id,
+            LocalRun {
+                tenant: task.tenant,
+                stop: stop.clone(),
+                done: done_rx,
+            },
+        );
+        let runner = Arc::clone(self);
+        let running = task.clone();
+        let span = TaskSpan::start(&task, &ctx);
+        let in_span = span.span().clone();
+        self.tracker.spawn(async move {
+            let outcome = run(&runner.ports, ctx, running.clone(), work, progress, stop)
+                .instrument(in_span)
+                .await;
+            span.finish(outcome);
+            runner.lock().remove(&running.id);
+            let _ = done_tx.send(true);
+            runner.finished.send_modify(|n| *n += 1);
+        });
+        tracing::info!(task_id = %task.id, tool = task.tool.name(), tenant = %task.tenant, trace_id = %task.trace_id, "task started");
+        Ok(task)
+    }
+
+    /// Stops a run of this instance and waits (briefly) until its child is gone. Returns
+    /// whether it was running here.
+    pub async fn stop_local(&self, id: TaskId) -> bool {
+        let found = self
+            .lock()
+            .get(&id)
+            .map(|r| (r.stop.clone(), r.done.clone()));
+        let Some((stop, mut done)) = found else {
+            return false;
+        };
+        stop.cancel();
+        let _ = tokio::time::timeout(Duration::from_secs(5), done.wait_for(|d| *d)).await;
+        true
+    }
+
+    /// Waits until `tenant`'s task `id` is terminal and returns it.
+    ///
+    /// # Errors
+    /// As for `TaskStore::get`.
+    pub async fn wait_terminal(&self, tenant: &TenantId, id: TaskId) -> Result<Task, DomainError> {
+        let mut finished = self.finished.subscribe();
+        loop {
+            let task = self.ports.tasks.get(tenant, id).await?;
+            if task.status.is_terminal() {
+                return Ok(task);
+            }
+            // Local runs wake us when they finish; runs elsewhere are polled.
+            let _ = tokio::time::timeout(Duration::from_millis(500), finished.changed()).await;
+        }
+    }
+
+    /// Heartbeats, stop polling and sweeps, until `shutdown`.
+    pub async fn maintain(self: Arc<Self>, shutdown: CancellationToken) {
+        self.ports
+            .tasks
+            .watch_stops(Arc::new(StopWaker(Arc::downgrade(&self))))
+            .await;
+        let mut beat = tokio::time::interval(HEARTBEAT);
+        let mut poll = tokio::time::interval(STOP_POLL);
+        loop {
+            tokio::select! {
+                () = shutdown.cancelled() => return,
+                _ = beat.tick() => {
+                    let now = self.ports.clock.now();
+                    let until = now.plus_millis(LEASE.as_millis() as i64);
+                    if let Err(e) = self.ports.tasks.renew_leases(&self.owner, until).await {
+                        tracing::warn!("cannot renew task leases: {e}");
+                    }
+                    match self.ports.tasks.sweep(now).await {
+                        Ok(r) if r.orphaned + r.expired > 0 => {
+                            tracing::info!(orphaned = r.orphaned, expired = r.expired, "task sweep");
+                        }
+                        Ok(_) => {}
+                        Err(e) => tracing::warn!("task sweep failed: {e}"),
+                    }
+                }
+                _ = poll.tick() => self.poll_stops().await,
+            }
+        }
+    }
+
+    async fn poll_stops(&self) {
+        let ids: Vec<TaskId> = self.lock().keys().copied().collect();
+        if ids.is_empty() {
+            return;
+        }
+        match self.ports.tasks.stopped_among(&self.owner, &ids).await {
+            Ok(stopped) => {
+                for id in stopped {
+                    self.stop_signal(id);
+                }
+            }
+            Err(e) => tracing::warn!("cannot poll task stops: {e}"),
+        }
+    }
+
+    fn stop_signal(&self, id: TaskId) {
+        if let Some(run) = self.lock().get(&id) {
+            tracing::info!(task_id = %id, "task stopped elsewhere; killing its child");
+            run.stop.cancel();
+        }
+    }
+
+    /// Waits for every local run to end by itself (stdin EOF: runs are bounded by their
+    /// timeouts).
+    pub async fn drain(&self) {
+        self.tracker.close();
+        self.tracker.wait().await;
+    }
+
+    /// SIGTERM: gives runs `grace` to finish, then kills the rest and fails them.
+    pub async fn shutdown(&self, grace: Duration) {
+        self.tracker.close();
+        if tokio::time::timeout(grace, self.tracker.wait())
+            .await
+            .is_ok()
+        {
+            return;
+        }
+        let remaining: Vec<(TaskId, TenantId)> =
+            self.lock().iter().map(|(id, r)| (*id, r.tenant)).collect();
+        for (id, tenant) in remaining {
+            self.stop_local(id).await;
+            let outcome = TaskOutcome {
+                status: TaskStatus::Failed,
+                output: None,
+                failure: Some(orphaned()),
+            };
+            if let Err(e) = self
+                .ports
+                .tasks
+                .finish(&tenant, id, &outcome, self.ports.clock.now())
+                .await
+            {
+                tracing::warn!(task_id = %id, "cannot fail the task on shutdown: {e}");
+            }
+        }
+    }
+}
+
+/// A fresh task id: 128 bits from the CSPRNG (the only place task ids are drawn).
+fn draw_id() -> TaskId {
+    TaskId::from_random(random_bytes())
+}
+
+struct StopWaker(std::sync::Weak<TaskRunner>);
+
+impl StopSink for StopWaker {
+    fn stopped(&self, id: TaskId) {
+        if let Some(runner) = self.0.upgrade() {
+            runner.stop_signal(id);
+        }
+    }
+}
