@@ -11,8 +11,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::catalog::Catalog;
-use super::methods::Failure;
-use super::protocol::{self, ECHO_MAX, Out, RpcError, clip};
+use super::protocol::{self, ECHO_MAX, Failure, Out, RpcError, clip};
 use super::template;
 
 /// Deadlines further out than this are treated as this far out; it keeps `Instant`

@@ -9,7 +9,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::bm25::{self, Index};
 use super::catalog::Catalog;
-use super::protocol::{self, ECHO_MAX, METHOD_NOT_FOUND, Out, RpcError, clip};
+use super::protocol::{self, ECHO_MAX, Failure, METHOD_NOT_FOUND, Out, RpcError, clip};
 use super::{execute, skill};
 
 /// Weight of persona-level fields (title, short name, keywords) relative to the
@@ -20,23 +20,6 @@ const PERSONA_WEIGHT: f64 = 0.4;
 const DEFAULT_LIMIT: u64 = 3;
 /// Largest `route` limit.
 const MAX_LIMIT: u64 = 10;
-
-/// Why a request produced no result.
-#[derive(Debug)]
-pub enum Failure {
-    /// Answer with this error.
-    Rpc(RpcError),
-    /// Writing to the peer failed: it is gone.
-    Io(std::io::Error),
-    /// Stdin closed while the run was only pacing: drop it and exit.
-    Abandoned,
-}
-
-impl From<RpcError> for Failure {
-    fn from(e: RpcError) -> Failure {
-        Failure::Rpc(e)
-    }
-}
 
 /// The runner's state: the catalogue and its routing index.
 pub struct Runner {

@@ -23,7 +23,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::lines::{Line, LineReader};
 use catalog::Catalog;
-use methods::{Failure, Runner};
+use methods::Runner;
+use protocol::Failure;
 use protocol::{Incoming, Out, RpcError};
 
 /// Exit code when the catalogue is invalid.

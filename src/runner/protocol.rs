@@ -268,6 +268,23 @@ pub fn clip(s: &str, max: usize) -> String {
         .collect()
 }
 
+/// Why a request produced no result.
+#[derive(Debug)]
+pub enum Failure {
+    /// Answer with this error.
+    Rpc(RpcError),
+    /// Writing to the peer failed: it is gone.
+    Io(std::io::Error),
+    /// Stdin closed while the run was only pacing: drop it and exit.
+    Abandoned,
+}
+
+impl From<RpcError> for Failure {
+    fn from(e: RpcError) -> Failure {
+        Failure::Rpc(e)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

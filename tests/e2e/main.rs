@@ -11,6 +11,7 @@ mod identity;
 mod in_process;
 mod memory;
 mod memory_server;
+mod module_graph;
 mod pg;
 mod schema;
 mod short_tools;

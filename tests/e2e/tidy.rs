@@ -2,6 +2,8 @@
 
 use std::path::Path;
 
+use crate::module_graph::{Graph, show};
+
 fn rust_files(dir: &Path) -> Vec<(String, String)> {
     let mut out = Vec::new();
     for entry in std::fs::read_dir(dir).unwrap() {
@@ -69,11 +71,18 @@ fn ports_speak_domain_types_only() {
 
 #[test]
 fn only_wiring_names_concrete_adapters() {
-    for (path, text) in rust_files(&src("app")) {
+    let main = src("main.rs");
+    let main = (
+        main.display().to_string(),
+        std::fs::read_to_string(&main).unwrap(),
+    );
+    for (path, text) in rust_files(&src("app")).into_iter().chain([main]) {
         if path.ends_with("wiring.rs") {
             continue;
         }
-        assert!(!text.contains("crate::adapters"), "{path} names an adapter");
+        for word in ["crate::adapters", "cyberos_mcp_bridge::adapters"] {
+            assert!(!text.contains(word), "{path} names an adapter");
+        }
     }
 }
 
@@ -89,6 +98,95 @@ fn nothing_prints_to_stdout_outside_the_cli() {
                 .match_indices(word)
                 .filter(|(i, _)| !text[..*i].ends_with('e'));
             assert_eq!(hits.count(), 0, "{path} writes to stdout with {word}");
+        }
+    }
+}
+
+#[test]
+fn the_module_graph_has_no_cycle() {
+    let graph = Graph::of(&src(""));
+    assert!(
+        graph.edges.len() > 50,
+        "the graph lost its modules: {}",
+        graph.edges.len()
+    );
+    let cycles = graph.cycles();
+    assert!(
+        cycles.is_empty(),
+        "import cycles (A uses B and B uses A, through any path):\n{}",
+        cycles.join("\n")
+    );
+}
+
+#[test]
+fn the_cycle_check_can_fail() {
+    // A crate of three modules where `a` and `c` reach each other through `b`, one edge
+    // written inline and one through a facade's re-export.
+    let dir = tempfile::tempdir().unwrap();
+    let file = |name: &str, text: &str| std::fs::write(dir.path().join(name), text).unwrap();
+    file(
+        "lib.rs",
+        "pub mod a;\npub mod b;\npub mod c;\npub use c::Thing;\n",
+    );
+    file("a.rs", "use crate::b::helper;\n");
+    file("b.rs", "pub fn helper() { let _ = crate::Thing; }\n");
+    file(
+        "c.rs",
+        "// crate::a in a comment is no edge\npub struct Thing;\nfn f() { super::a::g() }\n",
+    );
+    let cycles = Graph::of(dir.path()).cycles();
+    assert_eq!(cycles, ["c → a → b → c"]);
+}
+
+#[test]
+fn the_module_graph_sees_real_edges() {
+    // The reader must see the edges the checks rely on, or a cycle could hide.
+    let graph = Graph::of(&src(""));
+    let edge = |from: &str, to: &str| {
+        let path = |s: &str| s.split("::").map(str::to_owned).collect::<Vec<_>>();
+        graph.edges[&path(from)].contains(&path(to))
+    };
+    assert!(edge("app::server", "app::tasks::methods"));
+    assert!(
+        edge("app::tools::call", "app::state"),
+        "through the app facade"
+    );
+    assert!(
+        edge("app::http::mcp", "app::http::sse"),
+        "a sibling through super::"
+    );
+    assert!(edge("app::tasks::runner", "app::tasks::run"));
+    assert!(edge("main", "app::cli"), "main.rs is read too");
+}
+
+#[test]
+fn adapters_never_import_the_application() {
+    for (module, targets) in &Graph::of(&src("")).edges {
+        if module.first().is_some_and(|m| m == "adapters") {
+            for t in targets {
+                assert!(
+                    t.first().is_none_or(|m| m != "app"),
+                    "{} imports {}",
+                    show(module),
+                    show(t)
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn the_runner_imports_only_what_architecture_md_names() {
+    // The bundled CUO runner is a separate program: it shares the line reader and the
+    // SKILL.md front-matter splitter with the bridge, nothing else.
+    let allowed = [vec!["lines"], vec!["domain", "skill"]];
+    for (module, targets) in &Graph::of(&src("")).edges {
+        if module.first().is_some_and(|m| m == "runner") {
+            for t in targets {
+                let ok = t.first().is_some_and(|m| m == "runner")
+                    || allowed.iter().any(|a| a.iter().eq(t.iter()));
+                assert!(ok, "{} imports {}", show(module), show(t));
+            }
         }
     }
 }
