@@ -10,7 +10,7 @@ use tracing_subscriber::util::SubscriberInitExt;
 
 use cyberos_mcp_bridge::adapters::otlp::Otlp;
 use cyberos_mcp_bridge::app::cli::{self, EXIT_USAGE};
-use cyberos_mcp_bridge::app::config::{Cli, Command, LogFormat, Transport};
+use cyberos_mcp_bridge::app::config::{Cli, Command, Config, LogFormat, Transport};
 use cyberos_mcp_bridge::app::{telemetry, wiring};
 
 /// How long the last spans may take to reach the collector on the way out.
@@ -18,7 +18,7 @@ const FLUSH_WAIT: Duration = Duration::from_secs(2);
 
 fn main() {
     let cli = Cli::parse();
-    let config = match cli.options.merge_file().and_then(|o| o.resolve()) {
+    let config = match cli.options.merge_file().and_then(Config::resolve) {
         Ok(config) => config,
         Err(e) => usage_error(&e),
     };

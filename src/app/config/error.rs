@@ -1,0 +1,6 @@
+//! The error of a bad option.
+
+/// A configuration problem, reported with exit code 2.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct ConfigError(pub String);

@@ -1,0 +1,12 @@
+//! Configuration: command-line flags, each also a `CYBEROS_<FLAG>` environment variable,
+//! and an optional TOML file (`--config`) with the same keys in kebab-case. Precedence:
+//! flag, then environment, then file, then default.
+
+mod error;
+mod options;
+mod otel;
+mod resolve;
+
+pub use error::ConfigError;
+pub use options::{Cli, Command, LogFormat, Options, Transport};
+pub use resolve::{Config, IdentityConfig};

@@ -1,0 +1,251 @@
+//! The command line and the TOML file: every flag is also a `CYBEROS_<FLAG>` variable,
+//! and `--config` fills what neither set.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use serde::Deserialize;
+
+use super::error::ConfigError;
+use crate::app::{LongRunning, ToolErrors};
+
+/// The command line.
+#[derive(Debug, Parser)]
+#[command(
+    name = "cyberos-mcp-bridge",
+    version,
+    about = "CyberOS as MCP 2025-11-25 tools over stdio or Streamable HTTP"
+)]
+pub struct Cli {
+    /// Global options, valid before or after a subcommand.
+    #[command(flatten)]
+    pub options: Options,
+    /// What to do; serving is the default.
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+/// Subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Print the tools/list result as JSON.
+    Tools,
+    /// Check configuration, store and upstreams; exit 0 when all are fine, 1 otherwise.
+    Check,
+    /// Run the bundled reference CUO runner on stdin/stdout (the default --cuo-command).
+    CuoRunner {
+        /// Load persona JSON files from this directory instead of the bundled catalogue.
+        #[arg(long, value_name = "DIR")]
+        catalog: Option<PathBuf>,
+        /// Simulated work time per workflow step, in milliseconds (demos and load tests).
+        #[arg(long, value_name = "MS", default_value_t = 0)]
+        pace_ms: u64,
+    },
+    /// Apply the Postgres task-store migrations to --database-url (an owner/admin URL).
+    Migrate,
+    /// Print a token signed with the dev key of --data-dir (created if missing).
+    DevToken {
+        /// Tenant UUID.
+        #[arg(long)]
+        tenant: String,
+        /// Space-separated scopes (default: every scope).
+        #[arg(long)]
+        scopes: Option<String>,
+        /// Lifetime, e.g. 30s, 15m, 1h, 30d (default 1h; at most 5m with --confirm).
+        #[arg(long, default_value = "1h")]
+        ttl: String,
+        /// Subject (actor).
+        #[arg(long, default_value = "dev-user")]
+        sub: String,
+        /// Mint a confirmation token for this tool instead of a bearer token.
+        #[arg(long, value_name = "TOOL", requires = "args")]
+        confirm: Option<String>,
+        /// The exact arguments (JSON object) the confirmation token is for.
+        #[arg(long, value_name = "JSON")]
+        args: Option<String>,
+    },
+    /// Call one tool in-process and print its result (or error envelope) as JSON.
+    Call {
+        /// Tool name, e.g. cyberos.skill.list_skills.
+        tool: String,
+        /// Arguments as a JSON object (default {}).
+        args: Option<String>,
+    },
+}
+
+/// Transports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Transport {
+    /// One JSON-RPC message per line on stdin/stdout.
+    Stdio,
+    /// Streamable HTTP.
+    Http,
+}
+
+/// Log formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
+/// Every option, as given. `None` means "not set here".
+#[derive(Debug, Default, Args, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct Options {
+    /// TOML file with any of these options (kebab-case keys).
+    #[arg(long, global = true, env = "CYBEROS_CONFIG", value_name = "FILE")]
+    #[serde(skip)]
+    pub config: Option<PathBuf>,
+    /// stdio (default) or http.
+    #[arg(long, global = true, env = "CYBEROS_TRANSPORT", value_enum)]
+    pub transport: Option<Transport>,
+    /// HTTP listen address (default 127.0.0.1:8082).
+    #[arg(long, global = true, env = "CYBEROS_LISTEN", value_name = "ADDR")]
+    pub listen: Option<String>,
+    /// Canonical resource URI (default http://<listen>/mcp).
+    #[arg(long, global = true, env = "CYBEROS_PUBLIC_URL", value_name = "URL")]
+    pub public_url: Option<String>,
+    /// Allowed browser origin (repeatable; exact or https://*.example.com).
+    #[arg(
+        long,
+        global = true,
+        env = "CYBEROS_CORS_ORIGIN",
+        value_name = "PATTERN",
+        value_delimiter = ','
+    )]
+    #[serde(default)]
+    pub cors_origin: Vec<String>,
+    /// Data directory (default $XDG_DATA_HOME/cyberos-mcp-bridge).
+    #[arg(long, global = true, env = "CYBEROS_DATA_DIR", value_name = "DIR")]
+    pub data_dir: Option<PathBuf>,
+    /// Task store: sqlite://… or postgres://… (default: SQLite in the data dir).
+    #[arg(long, global = true, env = "CYBEROS_DATABASE_URL", value_name = "URL")]
+    pub database_url: Option<String>,
+    /// CUO command, split like a shell would and run without one (default: the bundled runner).
+    #[arg(long, global = true, env = "CYBEROS_CUO_COMMAND", value_name = "CMD")]
+    pub cuo_command: Option<String>,
+    /// Timeout of short CUO calls in seconds (default 10).
+    #[arg(long, global = true, env = "CYBEROS_CUO_TIMEOUT", value_name = "SECS")]
+    pub cuo_timeout: Option<u64>,
+    /// Extra environment variable passed to CUO children (repeatable).
+    #[arg(
+        long,
+        global = true,
+        env = "CYBEROS_CUO_ENV",
+        value_name = "NAME",
+        value_delimiter = ','
+    )]
+    #[serde(default)]
+    pub cuo_env: Vec<String>,
+    /// Memory service base URL (default: the embedded audit log).
+    #[arg(long, global = true, env = "CYBEROS_MEMORY_URL", value_name = "URL")]
+    pub memory_url: Option<String>,
+    /// File holding the bridge's bearer token for the memory service.
+    #[arg(
+        long,
+        global = true,
+        env = "CYBEROS_MEMORY_TOKEN_FILE",
+        value_name = "FILE"
+    )]
+    pub memory_token_file: Option<PathBuf>,
+    /// SKILL folders directory (repeatable; default ./skills if present).
+    #[arg(long, global = true, env = "CYBEROS_SKILLS_DIR", value_name = "DIR")]
+    #[serde(default)]
+    pub skills_dir: Vec<PathBuf>,
+    /// File holding the caller's token on stdio, re-read on every request.
+    #[arg(long, global = true, env = "CYBEROS_TOKEN_FILE", value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
+    /// JWKS URL of the identity provider.
+    #[arg(long, global = true, env = "CYBEROS_JWKS_URL", value_name = "URL")]
+    pub jwks_url: Option<String>,
+    /// PEM public key that signs tokens.
+    #[arg(
+        long,
+        global = true,
+        env = "CYBEROS_JWT_PUBLIC_KEY",
+        value_name = "FILE"
+    )]
+    pub jwt_public_key: Option<PathBuf>,
+    /// Required token issuer.
+    #[arg(long, global = true, env = "CYBEROS_JWT_ISSUER", value_name = "S")]
+    pub jwt_issuer: Option<String>,
+    /// Required token audience (default cyberos-mcp-bridge).
+    #[arg(long, global = true, env = "CYBEROS_JWT_AUDIENCE", value_name = "S")]
+    pub jwt_audience: Option<String>,
+    /// Authorization server for the RFC 9728 document (default: the issuer).
+    #[arg(
+        long,
+        global = true,
+        env = "CYBEROS_AUTHORIZATION_SERVER",
+        value_name = "URL"
+    )]
+    pub authorization_server: Option<String>,
+    /// Local development identity.
+    #[arg(long, global = true, env = "CYBEROS_DEV")]
+    #[serde(default)]
+    pub dev: bool,
+    /// OTLP gRPC endpoint for spans.
+    #[arg(long, global = true, env = "CYBEROS_OTLP_ENDPOINT", value_name = "URL")]
+    pub otlp_endpoint: Option<String>,
+    /// How fixable tool errors are sent: jsonrpc (default) or result.
+    #[arg(long, global = true, env = "CYBEROS_TOOL_ERRORS", value_enum)]
+    pub tool_errors: Option<ToolErrors>,
+    /// Plain calls of long-running tools: handle (default) or wait.
+    #[arg(long, global = true, env = "CYBEROS_LONG_RUNNING", value_enum)]
+    pub long_running: Option<LongRunning>,
+    /// Log format on stderr: text (default) or json.
+    #[arg(long, global = true, env = "CYBEROS_LOG_FORMAT", value_enum)]
+    pub log_format: Option<LogFormat>,
+}
+
+impl Options {
+    /// Fills every option not set on the command line or in the environment from the
+    /// `--config` file.
+    ///
+    /// # Errors
+    /// When the file cannot be read or has unknown keys or bad values.
+    pub fn merge_file(mut self) -> Result<Options, ConfigError> {
+        let Some(path) = self.config.clone() else {
+            return Ok(self);
+        };
+        let text = std::fs::read_to_string(&path)
+            .map_err(|e| ConfigError(format!("cannot read config file {}: {e}", path.display())))?;
+        let file: Options = toml::from_str(&text)
+            .map_err(|e| ConfigError(format!("bad config file {}: {e}", path.display())))?;
+        macro_rules! fill {
+            ($($field:ident),*) => { $( if self.$field.is_none() { self.$field = file.$field; } )* };
+        }
+        fill!(
+            transport,
+            listen,
+            public_url,
+            data_dir,
+            database_url,
+            cuo_command,
+            cuo_timeout,
+            memory_url,
+            memory_token_file,
+            token_file,
+            jwks_url,
+            jwt_public_key,
+            jwt_issuer,
+            jwt_audience,
+            authorization_server,
+            otlp_endpoint,
+            tool_errors,
+            long_running,
+            log_format
+        );
+        macro_rules! fill_vec {
+            ($($field:ident),*) => { $( if self.$field.is_empty() { self.$field = file.$field; } )* };
+        }
+        fill_vec!(cors_origin, cuo_env, skills_dir);
+        self.dev |= file.dev;
+        Ok(self)
+    }
+}

@@ -1,0 +1,310 @@
+//! Resolution: options (flags, environment, file) checked and turned into a [`Config`]
+//! with every default applied.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use super::error::ConfigError;
+use super::options::{LogFormat, Options, Transport};
+use super::otel::otlp_endpoint;
+use crate::app::{LongRunning, ToolErrors};
+
+/// The resolved configuration.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Transport.
+    pub transport: Transport,
+    /// HTTP listen address.
+    pub listen: SocketAddr,
+    /// `--public-url`: the canonical resource URI (default `http://<bound address>/mcp`).
+    pub public_url: Option<String>,
+    /// `--cors-origin` patterns (exact origins or `https://*.example.com`).
+    pub cors_origins: Vec<String>,
+    /// `--authorization-server` for the RFC 9728 document (default: the issuer).
+    pub authorization_server: Option<String>,
+    /// Data directory.
+    pub data_dir: PathBuf,
+    /// Task store URL, if not the default SQLite file.
+    pub database_url: Option<String>,
+    /// CUO program and arguments.
+    pub cuo_command: Vec<String>,
+    /// Extra variables for CUO children.
+    pub cuo_env: Vec<String>,
+    /// Timeout of short CUO calls.
+    pub cuo_timeout: std::time::Duration,
+    /// Memory service URL, if not embedded.
+    pub memory_url: Option<String>,
+    /// Memory bearer token file.
+    pub memory_token_file: Option<PathBuf>,
+    /// Skills directories.
+    pub skills_dirs: Vec<PathBuf>,
+    /// Error carrier.
+    pub tool_errors: ToolErrors,
+    /// Long-running plain-call behaviour.
+    pub long_running: LongRunning,
+    /// Log format.
+    pub log_format: LogFormat,
+    /// OTLP/gRPC endpoint for spans (`--otlp-endpoint`, else the standard OTel variables).
+    pub otlp_endpoint: Option<String>,
+    /// Identity settings.
+    pub identity: IdentityConfig,
+}
+
+/// How tokens are obtained and verified.
+#[derive(Debug, Clone)]
+pub struct IdentityConfig {
+    /// `--dev`: a local key, a local tenant, every scope.
+    pub dev: bool,
+    /// Token file for stdio.
+    pub token_file: Option<PathBuf>,
+    /// JWKS URL.
+    pub jwks_url: Option<String>,
+    /// PEM public key file.
+    pub jwt_public_key: Option<PathBuf>,
+    /// Accepted issuer of external tokens.
+    pub jwt_issuer: Option<String>,
+    /// Required audience.
+    pub audience: String,
+}
+
+impl Config {
+    /// Applies defaults to `options` and checks their values.
+    ///
+    /// # Errors
+    /// A message naming the bad option.
+    pub fn resolve(options: Options) -> Result<Config, ConfigError> {
+        let listen = options.listen.as_deref().unwrap_or("127.0.0.1:8082");
+        let listen: SocketAddr = listen.parse().map_err(|_| {
+            ConfigError(format!(
+                "--listen {listen:?} is not an address like 127.0.0.1:8082"
+            ))
+        })?;
+        if let Some(url) = &options.database_url
+            && !(url.starts_with("sqlite:")
+                || url.starts_with("postgres://")
+                || url.starts_with("postgresql://"))
+        {
+            return Err(ConfigError(
+                "--database-url must start with sqlite:, postgres:// or postgresql://".into(),
+            ));
+        }
+        if let Some(url) = &options.memory_url
+            && !(url.starts_with("http://") || url.starts_with("https://"))
+        {
+            return Err(ConfigError(
+                "--memory-url must be an http:// or https:// URL".into(),
+            ));
+        }
+        if options.dev && options.transport == Some(Transport::Http) && !listen.ip().is_loopback() {
+            return Err(ConfigError(format!(
+                "--dev refuses a non-loopback --listen ({listen}); bind 127.0.0.1"
+            )));
+        }
+        if (options.jwks_url.is_some() || options.jwt_public_key.is_some())
+            && options.jwt_issuer.is_none()
+        {
+            return Err(ConfigError(
+                "--jwks-url and --jwt-public-key need --jwt-issuer (the accepted iss)".into(),
+            ));
+        }
+        if options.jwks_url.is_some() && options.jwt_public_key.is_some() {
+            return Err(ConfigError(
+                "use either --jwks-url or --jwt-public-key, not both".into(),
+            ));
+        }
+        let cuo_command = match &options.cuo_command {
+            Some(cmd) => {
+                let words = shell_words::split(cmd)
+                    .map_err(|e| ConfigError(format!("--cuo-command: {e}")))?;
+                if words.is_empty() {
+                    return Err(ConfigError("--cuo-command is empty".into()));
+                }
+                words
+            }
+            None => default_cuo_command()?,
+        };
+        let skills_dirs = if options.skills_dir.is_empty() {
+            let local = PathBuf::from("skills");
+            if local.is_dir() {
+                vec![local]
+            } else {
+                Vec::new()
+            }
+        } else {
+            options.skills_dir
+        };
+        Ok(Config {
+            transport: options.transport.unwrap_or(Transport::Stdio),
+            listen,
+            public_url: options.public_url,
+            cors_origins: options.cors_origin,
+            authorization_server: options.authorization_server,
+            data_dir: match options.data_dir {
+                Some(d) => d,
+                None => default_data_dir()?,
+            },
+            database_url: options.database_url,
+            cuo_command,
+            cuo_env: options.cuo_env,
+            cuo_timeout: std::time::Duration::from_secs(match options.cuo_timeout {
+                Some(0) => {
+                    return Err(ConfigError(
+                        "--cuo-timeout must be at least 1 second".into(),
+                    ));
+                }
+                Some(s) => s,
+                None => 10,
+            }),
+            memory_url: options.memory_url,
+            memory_token_file: options.memory_token_file,
+            skills_dirs,
+            tool_errors: options.tool_errors.unwrap_or(ToolErrors::Jsonrpc),
+            long_running: options.long_running.unwrap_or(LongRunning::Handle),
+            log_format: options.log_format.unwrap_or(LogFormat::Text),
+            otlp_endpoint: otlp_endpoint(options.otlp_endpoint)?,
+            identity: IdentityConfig {
+                dev: options.dev,
+                token_file: options.token_file,
+                jwks_url: options.jwks_url,
+                jwt_public_key: options.jwt_public_key,
+                jwt_issuer: options.jwt_issuer,
+                audience: options
+                    .jwt_audience
+                    .unwrap_or_else(|| "cyberos-mcp-bridge".into()),
+            },
+        })
+    }
+}
+
+/// The bundled reference runner: this same binary's `cuo-runner` subcommand.
+fn default_cuo_command() -> Result<Vec<String>, ConfigError> {
+    let exe = std::env::current_exe()
+        .map_err(|e| ConfigError(format!("cannot locate this executable: {e}")))?;
+    Ok(vec![exe.display().to_string(), "cuo-runner".into()])
+}
+
+/// `$XDG_DATA_HOME/cyberos-mcp-bridge`, else `~/.local/share/cyberos-mcp-bridge`.
+fn default_data_dir() -> Result<PathBuf, ConfigError> {
+    let base = match std::env::var_os("XDG_DATA_HOME").filter(|v| !v.is_empty()) {
+        Some(x) => PathBuf::from(x),
+        None => match std::env::var_os("HOME").filter(|v| !v.is_empty()) {
+            Some(home) => PathBuf::from(home).join(".local/share"),
+            None => {
+                return Err(ConfigError(
+                    "set --data-dir (neither XDG_DATA_HOME nor HOME is set)".into(),
+                ));
+            }
+        },
+    };
+    Ok(base.join("cyberos-mcp-bridge"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::app::config::{Cli, Command};
+    use clap::Parser;
+
+    /// `options.resolve()` reads better in the tests below.
+    trait Resolve {
+        fn resolve(self) -> Result<Config, ConfigError>;
+    }
+
+    impl Resolve for Options {
+        fn resolve(self) -> Result<Config, ConfigError> {
+            Config::resolve(self)
+        }
+    }
+
+    fn options(args: &[&str]) -> Options {
+        let mut argv = vec!["cyberos-mcp-bridge"];
+        argv.extend_from_slice(args);
+        Cli::try_parse_from(argv).unwrap().options
+    }
+
+    #[test]
+    fn flags_are_global_and_defaults_apply() {
+        let cli = Cli::try_parse_from([
+            "x",
+            "tools",
+            "--data-dir",
+            "/tmp/d",
+            "--tool-errors",
+            "result",
+        ])
+        .unwrap();
+        assert!(matches!(cli.command, Some(Command::Tools)));
+        let cfg = Config::resolve(cli.options).unwrap();
+        assert_eq!(cfg.data_dir, PathBuf::from("/tmp/d"));
+        assert_eq!(cfg.tool_errors, ToolErrors::Result);
+        assert_eq!(cfg.transport, Transport::Stdio);
+        assert_eq!(cfg.listen.to_string(), "127.0.0.1:8082");
+        assert_eq!(
+            cfg.cuo_command.last().map(String::as_str),
+            Some("cuo-runner")
+        );
+    }
+
+    #[test]
+    fn cuo_command_is_split_like_a_shell_would() {
+        let cfg = options(&[
+            "--data-dir",
+            "/d",
+            "--cuo-command",
+            "python3 -m 'cyberos cuo' --x",
+        ])
+        .resolve()
+        .unwrap();
+        assert_eq!(cfg.cuo_command, ["python3", "-m", "cyberos cuo", "--x"]);
+    }
+
+    #[test]
+    fn bad_values_are_refused_with_the_flag_named() {
+        let err = options(&["--data-dir", "/d", "--listen", "nope"])
+            .resolve()
+            .unwrap_err();
+        assert!(err.0.contains("--listen"), "{err}");
+        let err = options(&["--data-dir", "/d", "--database-url", "mysql://x"])
+            .resolve()
+            .unwrap_err();
+        assert!(err.0.contains("--database-url"), "{err}");
+        let err = options(&["--data-dir", "/d", "--cuo-command", "a 'b"])
+            .resolve()
+            .unwrap_err();
+        assert!(err.0.contains("--cuo-command"), "{err}");
+    }
+
+    #[test]
+    fn the_config_file_fills_what_flags_left_unset() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.toml");
+        std::fs::write(
+            &path,
+            "data-dir = \"/from/file\"\nlisten = \"127.0.0.1:9000\"\nskills-dir = [\"/s\"]\n",
+        )
+        .unwrap();
+        let opts = options(&[
+            "--config",
+            path.to_str().unwrap(),
+            "--listen",
+            "127.0.0.1:9001",
+        ])
+        .merge_file()
+        .unwrap();
+        let cfg = opts.resolve().unwrap();
+        assert_eq!(cfg.data_dir, PathBuf::from("/from/file"));
+        assert_eq!(cfg.listen.port(), 9001);
+        assert_eq!(cfg.skills_dirs, [PathBuf::from("/s")]);
+    }
+
+    #[test]
+    fn unknown_config_keys_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.toml");
+        std::fs::write(&path, "data_dir = \"/x\"\n").unwrap();
+        let err = options(&["--config", path.to_str().unwrap()])
+            .merge_file()
+            .unwrap_err();
+        assert!(err.0.contains("bad config file"), "{err}");
+    }
+}
