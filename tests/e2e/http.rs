@@ -13,8 +13,9 @@ use std::time::{Duration, Instant};
 use reqwest::header::HeaderMap;
 use serde_json::{Value, json};
 
-use crate::schema::check_frame;
-use crate::support::{assert_envelope, binary, fixtures, init_params};
+use crate::support::binary::binary;
+use crate::support::schema::check_frame;
+use crate::support::{assert_envelope, fixtures, init_params};
 
 const LOCAL: &str = "00000000-0000-4000-8000-000000000001";
 const OTHER: &str = "bbbbbbbb-0000-4000-8000-00000000000b";
@@ -1039,7 +1040,7 @@ async fn sigterm_ends_waiting_streams_drains_and_exits_zero() {
 /// collector when the process has exited, well inside the exporter's 1 s batch delay.
 #[tokio::test]
 async fn sigterm_on_http_flushes_the_spans_before_exit() {
-    let collector = crate::collector::Collector::start();
+    let collector = crate::support::collector::Collector::start();
     let mut s = Server::start(&["--otlp-endpoint", &collector.endpoint]);
     let token = s.token(LOCAL, None);
     let call = rpc(
@@ -1059,7 +1060,7 @@ async fn sigterm_on_http_flushes_the_spans_before_exit() {
         collector
             .spans()
             .iter()
-            .any(|r| crate::collector::hex(&r.span.trace_id) == trace),
+            .any(|r| crate::support::collector::hex(&r.span.trace_id) == trace),
         "the call's span was flushed before exit"
     );
 }
@@ -1205,9 +1206,9 @@ async fn another_tenants_task_is_not_found_over_http() {
 
 #[tokio::test]
 async fn a_traceparent_header_continues_the_callers_trace_through_the_bridge_to_memory() {
-    use crate::collector::{Collector, attr, hex};
+    use crate::support::collector::{Collector, attr, hex};
     let collector = Collector::start();
-    let memory = crate::memory_server::MemoryServer::start();
+    let memory = crate::support::memory_server::MemoryServer::start();
     let s = Server::start(&[
         "--otlp-endpoint",
         &collector.endpoint,

@@ -9,7 +9,8 @@ use jsonwebtoken::jwk::{Jwk, JwkSet};
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use serde_json::{Value, json};
 
-use crate::support::{Bridge, assert_envelope, binary, fixtures};
+use crate::support::binary::{Bridge, binary};
+use crate::support::{assert_envelope, fixtures};
 
 const ISSUER: &str = "https://idp.test";
 const TENANT_A: &str = "aaaaaaaa-0000-4000-8000-00000000000a";

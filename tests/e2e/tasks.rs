@@ -7,7 +7,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::support::{Bridge, alive, assert_envelope, binary, fixtures, init_params};
+use crate::support::binary::{Bridge, binary};
+use crate::support::{alive, assert_envelope, fixtures, init_params};
 
 const LOCAL: &str = "00000000-0000-4000-8000-000000000001";
 
@@ -15,7 +16,7 @@ const LOCAL: &str = "00000000-0000-4000-8000-000000000001";
 /// `DATABASE_URL` is set (required with `CI=true`).
 fn stores() -> Vec<Vec<String>> {
     let mut stores = vec![Vec::new()];
-    if let Some(url) = crate::pg::database_url() {
+    if let Some(url) = crate::support::pg::database_url() {
         stores.push(vec!["--database-url".into(), url]);
     }
     stores
@@ -440,7 +441,7 @@ fn a_finished_workflow_appends_a_plugin_invoked_audit_row() {
 
 #[test]
 fn a_down_memory_service_does_not_change_a_tasks_outcome() {
-    let refused = crate::memory_server::refused_url();
+    let refused = crate::support::memory_server::refused_url();
     let mut b = Bridge::initialized(&["--memory-url", &refused]);
     let id = start(&mut b, ADR());
     let done = wait_status(&mut b, &id, "completed", Duration::from_secs(20));
@@ -449,8 +450,9 @@ fn a_down_memory_service_does_not_change_a_tasks_outcome() {
 
 #[test]
 fn a_down_task_store_fails_task_operations_while_short_tools_keep_working() {
-    let refused =
-        crate::memory_server::refused_url().replace("http://", "postgres://postgres@") + "/nowhere";
+    let refused = crate::support::memory_server::refused_url()
+        .replace("http://", "postgres://postgres@")
+        + "/nowhere";
     let mut b = Bridge::initialized(&["--database-url", &refused]);
     let resp = b.call("cyberos.cuo.execute_workflow", ADR());
     assert_envelope(&resp, -32050, "upstream_unavailable");

@@ -13,11 +13,12 @@ use tracing_subscriber::layer::SubscriberExt;
 use cyberos_mcp_bridge::app::Settings;
 use cyberos_mcp_bridge::app::telemetry::otel_layer;
 
-use crate::collector::{Collector, attr, black_hole, hex};
-use crate::fakes::Behaviour;
-use crate::in_process::Client;
-use crate::memory_server::MemoryServer;
-use crate::support::{Bridge, assert_envelope, binary, fixtures, init_params};
+use crate::support::binary::{Bridge, binary};
+use crate::support::collector::{Collector, attr, black_hole, hex};
+use crate::support::fakes::Behaviour;
+use crate::support::in_process::Client;
+use crate::support::memory_server::MemoryServer;
+use crate::support::{assert_envelope, fixtures, init_params};
 
 const TENANT: &str = "00000000-0000-4000-8000-000000000001";
 

@@ -4,7 +4,7 @@
 
 use std::sync::OnceLock;
 
-use crate::support::binary;
+use crate::support::binary::binary;
 
 /// The URL of the migrated test database, or `None` when Postgres is not configured
 /// (outside CI).
