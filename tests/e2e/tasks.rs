@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::support::binary::{Bridge, binary};
+use crate::support::binary::{Bridge, binary, paced};
 use crate::support::{alive, assert_envelope, fixtures, init_params};
 
 const LOCAL: &str = "00000000-0000-4000-8000-000000000001";
@@ -34,11 +34,6 @@ fn dev_args<'a>(store: &'a [String], extra: &[&'a str]) -> Vec<&'a str> {
     let mut v = vec!["--dev"];
     v.extend(args(store, extra));
     v
-}
-
-/// The bundled runner, pacing each workflow step (so runs last long enough to observe).
-fn paced(ms: u64) -> String {
-    format!("{} cuo-runner --pace-ms {ms}", binary())
 }
 
 const ADR: fn() -> Value = || json!({"persona": "chief-technology-officer", "workflow": "adr-quick-capture", "inputs": {"title": "test"}});

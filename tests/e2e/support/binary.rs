@@ -18,6 +18,12 @@ pub fn binary() -> &'static str {
     env!("CARGO_BIN_EXE_cyberos-mcp-bridge")
 }
 
+/// A `--cuo-command` for the bundled runner, pacing each workflow step (so runs last long
+/// enough to observe).
+pub fn paced(ms: u64) -> String {
+    format!("{} cuo-runner --pace-ms {ms}", binary())
+}
+
 /// The bridge binary on stdio.
 pub struct Bridge {
     child: Child,

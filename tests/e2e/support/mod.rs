@@ -1,5 +1,5 @@
 //! Test harnesses and doubles, shared by the scenario modules: the built binary over
-//! stdio (`binary`), the library over an in-memory pipe
+//! stdio (`binary`) and over HTTP (`http_server`), the library over an in-memory pipe
 //! (`in_process`), fakes behind the ports (`fakes`), real servers for the upstreams
 //! (`memory_server`, `collector`), the MCP schema check (`schema`) and the Postgres
 //! test databases (`pg`).
@@ -7,6 +7,7 @@
 pub mod binary;
 pub mod collector;
 pub mod fakes;
+pub mod http_server;
 pub mod in_process;
 pub mod memory_server;
 pub mod pg;
