@@ -9,6 +9,7 @@ pub mod collector;
 pub mod fakes;
 pub mod http_server;
 pub mod in_process;
+pub mod jwks_server;
 pub mod memory_server;
 pub mod pg;
 pub mod schema;
