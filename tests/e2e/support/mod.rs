@@ -6,6 +6,7 @@
 
 pub mod binary;
 pub mod collector;
+pub mod cuo_runner;
 pub mod fakes;
 pub mod http_server;
 pub mod in_process;
