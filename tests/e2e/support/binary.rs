@@ -246,3 +246,32 @@ impl Drop for Bridge {
         let _ = self.child.wait();
     }
 }
+
+/// Reads the bridge's stderr lines into a shared buffer.
+pub fn spawn_logged(
+    args: &[&str],
+    data: &std::path::Path,
+) -> (std::process::Child, std::sync::mpsc::Receiver<String>) {
+    let mut child = Command::new(binary())
+        .arg("--dev")
+        .arg("--data-dir")
+        .arg(data)
+        .arg("--skills-dir")
+        .arg(fixtures().join("skills"))
+        .args(args)
+        .env("RUST_LOG", "info")
+        .env_remove("CYBEROS_TOKEN")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    (child, rx)
+}
