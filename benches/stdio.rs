@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 
 const BRIDGE: &str = env!("CARGO_BIN_EXE_cyberos-mcp-bridge");
 
-#[path = "../tests/e2e/collector.rs"]
+#[path = "../tests/e2e/support/collector.rs"]
 #[allow(dead_code)]
 mod collector;
 

@@ -4,7 +4,8 @@ use std::process::Command;
 
 use serde_json::Value;
 
-use crate::support::{binary, fixtures};
+use crate::support::binary::binary;
+use crate::support::fixtures;
 
 fn run(args: &[&str]) -> (i32, String, String) {
     let dir = tempfile::tempdir().unwrap();
@@ -29,7 +30,7 @@ fn tools_prints_the_tools_list_result() {
     let (code, stdout, _) = run(&["tools"]);
     assert_eq!(code, 0);
     let v: Value = serde_json::from_str(&stdout).unwrap();
-    crate::schema::assert_valid("ListToolsResult", &v);
+    crate::support::schema::assert_valid("ListToolsResult", &v);
     assert_eq!(v["tools"].as_array().unwrap().len(), 8);
 }
 

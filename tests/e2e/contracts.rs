@@ -9,8 +9,9 @@ use cyberos_mcp_bridge::adapters::skills_fs::FsSkillIndex;
 use cyberos_mcp_bridge::domain::{CallCtx, DomainError, ErrorClass, TenantId, TraceId};
 use cyberos_mcp_bridge::ports::{CuoRunner, SkillIndex};
 
-use crate::fakes::{Behaviour, ScriptedCuo, StaticSkills};
-use crate::support::{binary, fixtures};
+use crate::support::binary::binary;
+use crate::support::fakes::{Behaviour, ScriptedCuo, StaticSkills};
+use crate::support::fixtures;
 
 fn ctx() -> CallCtx {
     CallCtx {

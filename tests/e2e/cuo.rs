@@ -5,7 +5,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::support::{Bridge, alive, assert_envelope, fixtures};
+use crate::support::binary::Bridge;
+use crate::support::{alive, assert_envelope, fixtures};
 
 /// The interpreter itself, not a version-manager shim (a shell script that would add its
 /// own variables to the child's environment).

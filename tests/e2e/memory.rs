@@ -12,9 +12,10 @@ use cyberos_mcp_bridge::domain::memory::{AuditQuery, NewAuditEntry};
 use cyberos_mcp_bridge::domain::{CallCtx, DomainError, ErrorClass, JsonText, TenantId, TraceId};
 use cyberos_mcp_bridge::ports::MemoryClient;
 
-use crate::fakes::InMemoryAudit;
-use crate::memory_server::{Fault, MemoryServer, refused_url};
-use crate::support::{Bridge, assert_envelope};
+use crate::support::assert_envelope;
+use crate::support::binary::Bridge;
+use crate::support::fakes::InMemoryAudit;
+use crate::support::memory_server::{Fault, MemoryServer, refused_url};
 
 fn ctx(tenant: &str) -> CallCtx {
     CallCtx {

@@ -6,7 +6,8 @@ use std::collections::HashMap;
 
 use serde_json::{Value, json};
 
-use crate::support::{Bridge, assert_envelope};
+use crate::support::assert_envelope;
+use crate::support::binary::Bridge;
 
 fn output_validators(b: &mut Bridge) -> HashMap<String, jsonschema::Validator> {
     let list = b.request("tools/list", json!({}));

@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::support::{Bridge, assert_envelope, init_params};
+use crate::support::binary::Bridge;
+use crate::support::{assert_envelope, init_params};
 
 fn sep986(name: &str) -> bool {
     let Some(rest) = name.strip_prefix("cyberos.") else {

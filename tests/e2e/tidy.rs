@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use crate::module_graph::{Graph, show};
+use crate::support::module_graph::{Graph, show};
 
 fn rust_files(dir: &Path) -> Vec<(String, String)> {
     let mut out = Vec::new();

@@ -1,28 +1,27 @@
-//! Test harnesses: the built binary over real stdin/stdout, and the library over an
-//! in-memory duplex pipe. Both check every frame against the MCP schema.
+//! The built binary over real stdin/stdout: every frame it writes is checked against the
+//! MCP schema.
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::schema::check_frame;
-
-/// How long a test waits for one frame before failing.
-pub const WAIT: Duration = Duration::from_secs(20);
+use crate::support::schema::check_frame;
+use crate::support::{WAIT, fixtures, init_params};
 
 /// The path of the built binary.
 pub fn binary() -> &'static str {
     env!("CARGO_BIN_EXE_cyberos-mcp-bridge")
 }
 
-/// The repository's fixture directory.
-pub fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
+/// A `--cuo-command` for the bundled runner, pacing each workflow step (so runs last long
+/// enough to observe).
+pub fn paced(ms: u64) -> String {
+    format!("{} cuo-runner --pace-ms {ms}", binary())
 }
 
 /// The bridge binary on stdio.
@@ -248,62 +247,31 @@ impl Drop for Bridge {
     }
 }
 
-/// `initialize` params asking for `version`.
-pub fn init_params(version: &str) -> Value {
-    json!({
-        "protocolVersion": version,
-        "capabilities": {"sampling": {}, "extensions": {"io.example/x": {}}},
-        "clientInfo": {"name": "e2e", "version": "0.0.1", "futureField": true}
-    })
-}
-
-/// Asserts the contract's envelope and returns `error.data`.
-pub fn assert_envelope(frame: &Value, code: i64, class: &str) -> Value {
-    let err = &frame["error"];
-    assert_eq!(err["code"], code, "{frame}");
-    assert_eq!(err["data"]["class"], class, "{frame}");
-    let trace = err["data"]["trace_id"]
-        .as_str()
-        .expect("trace_id in every error");
-    assert!(
-        trace.len() == 32
-            && trace
-                .bytes()
-                .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()),
-        "{trace}"
-    );
-    assert!(
-        err["data"]["hint"].as_str().is_some_and(|h| !h.is_empty()),
-        "{frame}"
-    );
-    err["data"].clone()
-}
-
-/// Serves `app` on 127.0.0.1:0 from a thread of its own (for the synchronous binary
-/// tests) and returns the bound address.
-pub fn serve_http(app: axum::Router) -> std::net::SocketAddr {
-    let (tx, rx) = mpsc::channel();
+/// Reads the bridge's stderr lines into a shared buffer.
+pub fn spawn_logged(
+    args: &[&str],
+    data: &std::path::Path,
+) -> (std::process::Child, std::sync::mpsc::Receiver<String>) {
+    let mut child = Command::new(binary())
+        .arg("--dev")
+        .arg("--data-dir")
+        .arg(data)
+        .arg("--skills-dir")
+        .arg(fixtures().join("skills"))
+        .args(args)
+        .env("RUST_LOG", "info")
+        .env_remove("CYBEROS_TOKEN")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        rt.block_on(async move {
-            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-            tx.send(listener.local_addr().unwrap()).unwrap();
-            axum::serve(listener, app).await.unwrap();
-        });
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
     });
-    rx.recv().unwrap()
-}
-
-/// Whether a process is running; zombies count as gone (/proc shows them as state Z).
-pub fn alive(pid: i32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
-        !s.rsplit(')')
-            .next()
-            .unwrap_or("")
-            .trim_start()
-            .starts_with('Z')
-    })
+    (child, rx)
 }

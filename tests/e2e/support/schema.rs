@@ -7,7 +7,7 @@ use std::sync::{LazyLock, Mutex};
 use serde_json::Value;
 
 static SCHEMA: LazyLock<Value> = LazyLock::new(|| {
-    serde_json::from_str(include_str!("../fixtures/mcp-2025-11-25.schema.json")).unwrap()
+    serde_json::from_str(include_str!("../../fixtures/mcp-2025-11-25.schema.json")).unwrap()
 });
 
 static VALIDATORS: LazyLock<Mutex<HashMap<String, &'static jsonschema::Validator>>> =

@@ -1,0 +1,150 @@
+//! Tokens and scopes over HTTP: 401 with the RFC 9728 challenge, 403 for a missing
+//! scope, and each token confined to its own tenant.
+
+use serde_json::json;
+
+use super::{LOCAL, OTHER};
+use crate::support::http_server::{Server, error_body, rpc};
+use crate::support::init_params;
+
+const ALL_SCOPES: &str = "cyberos:cuo:read cyberos:cuo:execute cyberos:memory:read cyberos:memory:write cyberos:skill:read cyberos:skill:invoke";
+
+#[tokio::test]
+async fn missing_and_bad_tokens_get_401_with_the_rfc_9728_challenge() {
+    let s = Server::start(&[]);
+    let metadata = format!("{}/.well-known/oauth-protected-resource/mcp", s.base);
+
+    let none = s.post(None, &rpc(7, "tools/list", json!({}))).await;
+    let frame = error_body(&none, 401, -32000, "authz_denied");
+    assert_eq!(frame["id"], 7, "the request id is echoed");
+    assert_eq!(
+        none.header("www-authenticate").unwrap(),
+        format!("Bearer resource_metadata=\"{metadata}\", scope=\"{ALL_SCOPES}\"")
+    );
+
+    let bad = s
+        .post(
+            Some("not.a.jwt"),
+            &rpc(8, "initialize", init_params("2025-11-25")),
+        )
+        .await;
+    error_body(&bad, 401, -32000, "authz_denied");
+    let challenge = bad.header("www-authenticate").unwrap();
+    assert!(
+        challenge.contains(&format!("resource_metadata=\"{metadata}\"")),
+        "{challenge}"
+    );
+    assert!(challenge.contains("error=\"invalid_token\""), "{challenge}");
+
+    // A notification carries no id, so the 401 carries none either.
+    let note = s
+        .post(
+            None,
+            &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        )
+        .await;
+    assert!(
+        error_body(&note, 401, -32000, "authz_denied")
+            .get("id")
+            .is_none()
+    );
+
+    // A token of another key (another data dir) is refused too.
+    let elsewhere = Server::start(&[]);
+    let foreign = elsewhere.token(LOCAL, None);
+    let reply = s
+        .post(Some(&foreign), &rpc(9, "tools/list", json!({})))
+        .await;
+    error_body(&reply, 401, -32000, "authz_denied");
+
+    let doc = s
+        .send(
+            s.client
+                .get(s.url("/.well-known/oauth-protected-resource/mcp")),
+        )
+        .await;
+    assert_eq!(doc.status, 200);
+    let doc = doc.json();
+    assert_eq!(doc["resource"], format!("{}/mcp", s.base));
+    assert_eq!(doc["bearer_methods_supported"], json!(["header"]));
+    assert_eq!(doc["scopes_supported"].as_array().unwrap().len(), 6);
+    assert!(doc["authorization_servers"].is_array());
+    let root = s
+        .send(s.client.get(s.url("/.well-known/oauth-protected-resource")))
+        .await;
+    assert_eq!(root.json(), doc);
+}
+
+#[tokio::test]
+async fn a_read_only_token_gets_403_insufficient_scope_for_a_write() {
+    let s = Server::start(&[]);
+    let t = s.token(LOCAL, Some("cyberos:memory:read cyberos:skill:read"));
+    let reply = s
+        .post(
+            Some(&t),
+            &rpc(
+                4,
+                "tools/call",
+                json!({
+                    "name": "cyberos.memory.append_audit",
+                    "arguments": {"kind": "test.note", "body": {"x": 1}},
+                    "_meta": {"com.cyberos/confirmed": true}
+                }),
+            ),
+        )
+        .await;
+    let frame = error_body(&reply, 403, -32000, "authz_denied");
+    assert_eq!(frame["id"], 4);
+    assert_eq!(
+        frame["error"]["data"]["missing_scopes"],
+        json!(["cyberos:memory:write"])
+    );
+    let challenge = reply.header("www-authenticate").unwrap();
+    assert!(
+        challenge.starts_with("Bearer error=\"insufficient_scope\""),
+        "{challenge}"
+    );
+    assert!(
+        challenge.contains("scope=\"cyberos:memory:write\""),
+        "{challenge}"
+    );
+    assert!(challenge.contains("resource_metadata=\""), "{challenge}");
+    // What the token does allow still works.
+    let ok = s.call(&t, "cyberos.skill.list_skills", json!({})).await;
+    assert!(ok.get("result").is_some(), "{ok}");
+}
+
+#[tokio::test]
+async fn each_token_sees_its_own_tenants_audit_log_only() {
+    let s = Server::start(&[]);
+    let a = s.token(LOCAL, None);
+    let b = s.token(OTHER, None);
+    let appended = s
+        .rpc(
+            &a,
+            1,
+            "tools/call",
+            json!({
+                "name": "cyberos.memory.append_audit",
+                "arguments": {"kind": "test.note", "body": {"secret": "tenant-a"}},
+                "_meta": {"com.cyberos/confirmed": true}
+            }),
+        )
+        .await;
+    assert!(
+        appended["result"]["structuredContent"]["audit_id"].is_string(),
+        "{appended}"
+    );
+    let read_b = s.call(&b, "cyberos.memory.read_audit", json!({})).await;
+    assert_eq!(
+        read_b["result"]["structuredContent"]["entries"],
+        json!([]),
+        "{read_b}"
+    );
+    let read_a = s.call(&a, "cyberos.memory.read_audit", json!({})).await;
+    let entries = read_a["result"]["structuredContent"]["entries"]
+        .as_array()
+        .unwrap();
+    assert_eq!(entries.len(), 1);
+    assert_eq!(entries[0]["body"]["secret"], "tenant-a");
+}

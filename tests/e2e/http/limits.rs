@@ -1,0 +1,130 @@
+//! The load limits: the tenant call rate, the concurrency limit, the request deadline,
+//! the task cap, and a client that never finishes its headers.
+
+use std::io::{Read, Write};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use super::{LOCAL, OTHER, adr, start_task};
+use crate::support::binary::paced;
+use crate::support::http_server::{Server, error_body, rpc};
+
+#[tokio::test]
+async fn tools_calls_beyond_the_tenant_rate_get_429_with_retry_after() {
+    let s = Server::start_env(&[], &[("CYBEROS_HTTP_CALL_RATE", "1/2")]);
+    let t = s.token(LOCAL, None);
+    let call = rpc(
+        3,
+        "tools/call",
+        json!({"name": "cyberos.skill.list_skills", "arguments": {}}),
+    );
+    for _ in 0..2 {
+        assert_eq!(s.post(Some(&t), &call).await.status, 200);
+    }
+    let limited = s.post(Some(&t), &call).await;
+    let frame = error_body(&limited, 429, -32050, "upstream_unavailable");
+    assert_eq!(frame["id"], 3);
+    let retry: u64 = limited.header("retry-after").unwrap().parse().unwrap();
+    assert!(retry >= 1);
+    // Other methods and other tenants are not limited.
+    assert_eq!(
+        s.post(Some(&t), &rpc(1, "tools/list", json!({})))
+            .await
+            .status,
+        200
+    );
+    let other = s.token(OTHER, None);
+    assert_eq!(s.post(Some(&other), &call).await.status, 200);
+}
+
+#[tokio::test]
+async fn requests_beyond_the_concurrency_limit_are_shed_with_503() {
+    let paced = paced(2000);
+    let s = Arc::new(Server::start_env(
+        &["--cuo-command", &paced],
+        &[("CYBEROS_HTTP_MAX_INFLIGHT", "1")],
+    ));
+    let t = s.token(LOCAL, None);
+    let id = start_task(&s, &t).await;
+    // A waiting tasks/result holds the only slot.
+    let waiting = {
+        let (s, t) = (Arc::clone(&s), t.clone());
+        tokio::spawn(async move {
+            s.post(Some(&t), &rpc(1, "tasks/result", json!({"taskId": id})))
+                .await
+                .status
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    let shed = s.post(Some(&t), &rpc(2, "tools/list", json!({}))).await;
+    error_body(&shed, 503, -32050, "upstream_unavailable");
+    assert_eq!(shed.header("retry-after"), Some("1"));
+    waiting.abort();
+}
+
+#[tokio::test]
+async fn a_plain_request_past_the_deadline_gets_504() {
+    // A CUO that never answers: the short call would wait for its own 10 s timeout.
+    let s = Server::start_env(
+        &["--cuo-command", "sleep 60"],
+        &[("CYBEROS_HTTP_REQUEST_TIMEOUT_MS", "500")],
+    );
+    let t = s.token(LOCAL, None);
+    let started = Instant::now();
+    let reply = s
+        .post(
+            Some(&t),
+            &rpc(
+                5,
+                "tools/call",
+                json!({"name": "cyberos.cuo.list_personas", "arguments": {}}),
+            ),
+        )
+        .await;
+    assert!(started.elapsed() < Duration::from_secs(5));
+    let frame = error_body(&reply, 504, -32050, "upstream_unavailable");
+    assert_eq!(frame["id"], 5);
+}
+
+#[test]
+fn a_client_that_never_finishes_its_headers_is_disconnected() {
+    let s = Server::start(&[]);
+    let addr = s.base.trim_start_matches("http://").to_owned();
+    let mut conn = std::net::TcpStream::connect(&addr).unwrap();
+    conn.set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    conn.write_all(b"POST /mcp HTTP/1.1\r\nHost: localhost\r\n")
+        .unwrap();
+    let started = Instant::now();
+    let mut buf = Vec::new();
+    let _ = conn.read_to_end(&mut buf);
+    let waited = started.elapsed();
+    assert!(
+        waited >= Duration::from_secs(5) && waited < Duration::from_secs(20),
+        "closed after {waited:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_tenant_at_its_task_cap_gets_429_with_retry_after() {
+    let s = Server::start_env(
+        &["--cuo-command", &paced(3000)],
+        &[("CYBEROS_MAX_TASKS_PER_TENANT", "1")],
+    );
+    let t = s.token(LOCAL, None);
+    let start = rpc(
+        4,
+        "tools/call",
+        json!({"name": "cyberos.cuo.execute_workflow", "arguments": adr()}),
+    );
+    assert_eq!(s.post(Some(&t), &start).await.status, 200);
+    let refused = s.post(Some(&t), &start).await;
+    let frame = error_body(&refused, 429, -32050, "upstream_unavailable");
+    assert_eq!(frame["error"]["message"], "too many running tasks");
+    assert!(refused.header("retry-after").is_some());
+    // Another tenant is not held back.
+    let other = s.token("bbbbbbbb-0000-4000-8000-00000000000b", None);
+    assert_eq!(s.post(Some(&other), &start).await.status, 200);
+}

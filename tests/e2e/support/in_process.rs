@@ -1,0 +1,108 @@
+//! The library's stdio transport over an in-memory pipe, with fakes behind the ports: for
+//! the cases the release binary must not be able to stage (a panicking handler, a slow
+//! upstream under our control). Every frame is checked against the MCP schema.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines};
+use tokio_util::sync::CancellationToken;
+
+use cyberos_mcp_bridge::adapters::unavailable::Unavailable;
+use cyberos_mcp_bridge::app::identity::{Identity, StdioToken};
+use cyberos_mcp_bridge::app::{App, Settings, stdio};
+use cyberos_mcp_bridge::domain::{Timestamp, Upstream};
+use cyberos_mcp_bridge::ports::Ports;
+
+use crate::support::fakes::{
+    Behaviour, FixedClock, InMemoryAudit, InMemoryLedger, ScriptedCuo, StaticSkills, StaticTokens,
+};
+use crate::support::init_params;
+use crate::support::schema::check_frame;
+
+pub(crate) struct Client {
+    pub(crate) write: tokio::io::WriteHalf<DuplexStream>,
+    pub(crate) read: Lines<BufReader<tokio::io::ReadHalf<DuplexStream>>>,
+    pub(crate) methods: std::collections::HashMap<String, String>,
+    pub(crate) server: tokio::task::JoinHandle<std::io::Result<()>>,
+}
+
+impl Client {
+    pub(crate) async fn start(skills: Behaviour, settings: Settings) -> Client {
+        Client::start_as(skills, settings, "full").await
+    }
+
+    /// A client whose stdio token is `token` (see `StaticTokens`).
+    pub(crate) async fn start_as(skills: Behaviour, settings: Settings, token: &str) -> Client {
+        let ports = Ports {
+            tasks: Arc::new(Unavailable::new(
+                Upstream::TaskStore,
+                "no task store in this test",
+            )),
+            cuo: Arc::new(ScriptedCuo),
+            memory: Arc::new(InMemoryAudit::default()),
+            skills: Arc::new(StaticSkills::new(skills)),
+            clock: Arc::new(FixedClock(Timestamp::from_unix_millis(0))),
+            ledger: Arc::new(InMemoryLedger::default()),
+        };
+        let identity = Identity::new(Arc::new(StaticTokens), StdioToken::Literal(token.into()));
+        let app = App::new(ports, settings, identity);
+        let (client, server) = tokio::io::duplex(1 << 20);
+        let (server_read, server_write) = tokio::io::split(server);
+        let server = tokio::spawn(stdio::serve(
+            app,
+            server_read,
+            server_write,
+            CancellationToken::new(),
+        ));
+        let (read, write) = tokio::io::split(client);
+        let mut c = Client {
+            write,
+            read: BufReader::new(read).lines(),
+            methods: Default::default(),
+            server,
+        };
+        let init = c.request(1, "initialize", init_params("2025-11-25")).await;
+        assert_eq!(init["result"]["protocolVersion"], "2025-11-25");
+        c.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+            .await;
+        c
+    }
+
+    pub(crate) async fn send(&mut self, msg: Value) {
+        if let (Some(id), Some(m)) = (msg.get("id"), msg["method"].as_str()) {
+            self.methods.insert(id.to_string(), m.to_owned());
+        }
+        self.write
+            .write_all(format!("{msg}\n").as_bytes())
+            .await
+            .unwrap();
+    }
+
+    pub(crate) async fn recv(&mut self) -> Value {
+        let line = tokio::time::timeout(Duration::from_secs(10), self.read.next_line())
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        let frame: Value = serde_json::from_str(&line).unwrap();
+        let method = frame
+            .get("id")
+            .and_then(|id| self.methods.get(&id.to_string()))
+            .cloned();
+        check_frame(&frame, method.as_deref(), false);
+        frame
+    }
+
+    pub(crate) async fn request(&mut self, id: i64, method: &str, params: Value) -> Value {
+        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
+            .await;
+        self.recv().await
+    }
+
+    pub(crate) async fn call(&mut self, id: i64, tool: &str, args: Value) -> Value {
+        self.request(id, "tools/call", json!({"name": tool, "arguments": args}))
+            .await
+    }
+}

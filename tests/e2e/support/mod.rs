@@ -1,0 +1,91 @@
+//! Test harnesses and doubles, shared by the scenario modules: the built binary over
+//! stdio (`binary`) and over HTTP (`http_server`), the library over an in-memory pipe
+//! (`in_process`), fakes behind the ports (`fakes`), real servers for the upstreams
+//! (`memory_server`, `collector`), the MCP schema check (`schema`) and the Postgres
+//! test databases (`pg`).
+
+pub mod binary;
+pub mod collector;
+pub mod cuo_runner;
+pub mod fakes;
+pub mod http_server;
+pub mod in_process;
+pub mod jwks_server;
+pub mod memory_server;
+pub mod module_graph;
+pub mod pg;
+pub mod schema;
+
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+/// How long a test waits for one frame before failing.
+pub const WAIT: Duration = Duration::from_secs(20);
+
+/// The repository's fixture directory.
+pub fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
+}
+
+/// `initialize` params asking for `version`.
+pub fn init_params(version: &str) -> Value {
+    json!({
+        "protocolVersion": version,
+        "capabilities": {"sampling": {}, "extensions": {"io.example/x": {}}},
+        "clientInfo": {"name": "e2e", "version": "0.0.1", "futureField": true}
+    })
+}
+
+/// Asserts the contract's envelope and returns `error.data`.
+pub fn assert_envelope(frame: &Value, code: i64, class: &str) -> Value {
+    let err = &frame["error"];
+    assert_eq!(err["code"], code, "{frame}");
+    assert_eq!(err["data"]["class"], class, "{frame}");
+    let trace = err["data"]["trace_id"]
+        .as_str()
+        .expect("trace_id in every error");
+    assert!(
+        trace.len() == 32
+            && trace
+                .bytes()
+                .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()),
+        "{trace}"
+    );
+    assert!(
+        err["data"]["hint"].as_str().is_some_and(|h| !h.is_empty()),
+        "{frame}"
+    );
+    err["data"].clone()
+}
+
+/// Serves `app` on 127.0.0.1:0 from a thread of its own (for the synchronous binary
+/// tests) and returns the bound address.
+pub fn serve_http(app: axum::Router) -> std::net::SocketAddr {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async move {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            tx.send(listener.local_addr().unwrap()).unwrap();
+            axum::serve(listener, app).await.unwrap();
+        });
+    });
+    rx.recv().unwrap()
+}
+
+/// Whether a process is running; zombies count as gone (/proc shows them as state Z).
+pub fn alive(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+        !s.rsplit(')')
+            .next()
+            .unwrap_or("")
+            .trim_start()
+            .starts_with('Z')
+    })
+}

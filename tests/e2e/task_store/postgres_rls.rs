@@ -1,0 +1,241 @@
+//! Row-level security on the app role itself: confined to the tenant of the transaction,
+//! and unable to bypass RLS or change the schema.
+
+use std::collections::HashSet;
+
+use sqlx::postgres::PgPoolOptions;
+use sqlx::{Connection, Executor, Row};
+
+use cyberos_mcp_bridge::ports::{ConfirmationLedger, TaskStore};
+
+use super::{DAY, at, running, tenant};
+use crate::support::pg::{TestDb, count, count_as, sqlstate};
+
+#[tokio::test]
+async fn rls_confines_the_app_role_to_the_tenant_of_the_transaction() {
+    let Some(db) = TestDb::migrated().await else {
+        return;
+    };
+    let store = db.store().await;
+    let (a, b) = (tenant(), tenant());
+    for i in 0..3 {
+        assert!(store.create(&running(a, i, "inst-1")).await.unwrap());
+    }
+    for i in 0..2 {
+        assert!(store.create(&running(b, i, "inst-1")).await.unwrap());
+    }
+    assert!(store.claim(&a, "jti", at(DAY * 365 * 100)).await.unwrap());
+    const ALL: &str = "SELECT count(*) FROM plugin_host.tasks";
+
+    // A plain connection working as the app role, queries without any tenant filter.
+    let mut conn = db.connection().await;
+    conn.execute("SET ROLE plugin_host_app").await.unwrap();
+    let who: String = sqlx::query_scalar("SELECT current_user::text")
+        .fetch_one(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(who, "plugin_host_app");
+    assert_eq!(
+        count(&mut conn, ALL).await.unwrap(),
+        0,
+        "no tenant: no rows"
+    );
+    assert_eq!(count_as(&mut conn, Some(&a), ALL).await.unwrap(), 3);
+    assert_eq!(count_as(&mut conn, Some(&b), ALL).await.unwrap(), 2);
+    // The setting ended with its transaction; what is left ('') reads as no tenant.
+    assert_eq!(
+        count(&mut conn, ALL).await.unwrap(),
+        0,
+        "no rows, and no error"
+    );
+    assert_eq!(
+        count_as(
+            &mut conn,
+            Some(&b),
+            "SELECT count(*) FROM plugin_host.used_confirmations"
+        )
+        .await
+        .unwrap(),
+        0
+    );
+    assert_eq!(
+        count_as(
+            &mut conn,
+            Some(&a),
+            "SELECT count(*) FROM plugin_host.used_confirmations"
+        )
+        .await
+        .unwrap(),
+        1
+    );
+
+    // Writes are confined too: no row for another tenant, updates and deletes touch
+    // the tenant's rows only.
+    let mut tx = conn.begin().await.unwrap();
+    sqlx::query("SELECT set_config('auth.tenant_id', $1, true)")
+        .bind(a.to_string())
+        .execute(&mut *tx)
+        .await
+        .unwrap();
+    let updated = sqlx::query("UPDATE plugin_host.tasks SET status_message = 'x'")
+        .execute(&mut *tx)
+        .await
+        .unwrap();
+    assert_eq!(updated.rows_affected(), 3);
+    let deleted = sqlx::query("DELETE FROM plugin_host.tasks")
+        .execute(&mut *tx)
+        .await
+        .unwrap();
+    assert_eq!(deleted.rows_affected(), 3);
+    let smuggled = sqlx::query(
+        "INSERT INTO plugin_host.tasks (task_id, tenant_id, plugin_id, tool_name, status, input, timeout_at,
+                                        trace_id, expires_at, owner, lease_expires_at)
+         VALUES ('t-x', $1::uuid, 'cyberos', 'cyberos.cuo.execute_workflow', 'running', '{}', now(),
+                 repeat('a', 32), now(), 'inst-1', now())",
+    )
+    .bind(b.to_string())
+    .execute(&mut *tx)
+    .await
+    .unwrap_err();
+    assert_eq!(sqlstate(&smuggled), "42501", "{smuggled}");
+    tx.rollback().await.unwrap();
+
+    // A pooled connection reused by another tenant sees nothing of the first.
+    let pool = PgPoolOptions::new()
+        .max_connections(1)
+        .connect(&db.url)
+        .await
+        .unwrap();
+    let mut pids = HashSet::new();
+    for (tenant, expected) in [(Some(&a), 3), (Some(&b), 2), (None, 0), (Some(&a), 3)] {
+        let mut tx = pool.begin().await.unwrap();
+        tx.execute("SET LOCAL ROLE plugin_host_app").await.unwrap();
+        if let Some(t) = tenant {
+            sqlx::query("SELECT set_config('auth.tenant_id', $1, true)")
+                .bind(t.to_string())
+                .execute(&mut *tx)
+                .await
+                .unwrap();
+        }
+        let pid: i32 = sqlx::query_scalar("SELECT pg_backend_pid()")
+            .fetch_one(&mut *tx)
+            .await
+            .unwrap();
+        pids.insert(pid);
+        assert_eq!(count(&mut tx, ALL).await.unwrap(), expected, "{tenant:?}");
+        if tenant == Some(&b) {
+            assert_eq!(
+                sqlx::query_scalar::<_, i64>(
+                    "SELECT count(*) FROM plugin_host.tasks WHERE tenant_id = $1::uuid"
+                )
+                .bind(a.to_string())
+                .fetch_one(&mut *tx)
+                .await
+                .unwrap(),
+                0,
+                "tenant b cannot ask for tenant a's rows"
+            );
+        }
+        tx.commit().await.unwrap();
+    }
+    assert_eq!(pids.len(), 1, "one connection served every transaction");
+    // Neither the role nor the tenant outlived their transactions.
+    let row = sqlx::query(
+        "SELECT current_user::text, coalesce(current_setting('auth.tenant_id', true), '')",
+    )
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    assert_ne!(row.get::<String, _>(0), "plugin_host_app");
+    assert_eq!(row.get::<String, _>(1), "");
+
+    // The store itself, on the same database: tenant b cannot reach a's tasks.
+    let page = store.list(&b, None, 50).await.unwrap();
+    assert_eq!(page.tasks.len(), 2);
+    assert!(page.tasks.iter().all(|t| t.tenant == b));
+}
+
+#[tokio::test]
+async fn the_app_role_cannot_bypass_rls_or_change_the_schema() {
+    let Some(db) = TestDb::migrated().await else {
+        return;
+    };
+    let mut admin = db.connection().await;
+    let (sup, bypass, login): (bool, bool, bool) = sqlx::query_as(
+        "SELECT rolsuper, rolbypassrls, rolcanlogin FROM pg_roles WHERE rolname = 'plugin_host_app'",
+    )
+    .fetch_one(&mut admin)
+    .await
+    .unwrap();
+    assert!(!sup && !bypass && !login);
+    let tables: Vec<(String, bool, bool, String)> = sqlx::query_as(
+        "SELECT relname::text, relrowsecurity, relforcerowsecurity, pg_get_userbyid(relowner)::text
+           FROM pg_class WHERE relnamespace = 'plugin_host'::regnamespace AND relkind = 'r'
+            AND relname IN ('tasks', 'used_confirmations') ORDER BY relname",
+    )
+    .fetch_all(&mut admin)
+    .await
+    .unwrap();
+    assert_eq!(tables.len(), 2);
+    for (name, rls, forced, owner) in &tables {
+        assert!(*rls && *forced, "{name}: RLS enabled and forced");
+        assert_ne!(owner, "plugin_host_app", "{name} is not the app role's");
+    }
+    // The SECURITY DEFINER functions: pinned search path, no EXECUTE for PUBLIC.
+    let definers: Vec<(String, bool)> = sqlx::query_as(
+        "SELECT proname::text, coalesce(array_to_string(proconfig, ',') LIKE '%search_path=plugin_host, pg_temp%', false)
+           FROM pg_proc WHERE pronamespace = 'plugin_host'::regnamespace AND prosecdef ORDER BY proname",
+    )
+    .fetch_all(&mut admin)
+    .await
+    .unwrap();
+    assert_eq!(
+        definers,
+        [
+            ("renew_leases".to_owned(), true),
+            ("stopped_among".to_owned(), true),
+            ("sweep".to_owned(), true)
+        ]
+    );
+    let public_exec = count(
+        &mut admin,
+        "SELECT count(*) FROM pg_proc p, aclexplode(p.proacl) a
+          WHERE p.pronamespace = 'plugin_host'::regnamespace AND a.grantee = 0",
+    )
+    .await
+    .unwrap();
+    assert_eq!(public_exec, 0);
+    let extra = count(
+        &mut admin,
+        "SELECT count(*) FROM unnest(ARRAY['TRUNCATE', 'REFERENCES', 'TRIGGER']) p
+          WHERE has_table_privilege('plugin_host_app', 'plugin_host.tasks', p)",
+    )
+    .await
+    .unwrap();
+    assert_eq!(extra, 0, "only SELECT, INSERT, UPDATE, DELETE");
+
+    let mut app = db.connection().await;
+    app.execute("SET ROLE plugin_host_app").await.unwrap();
+    for sql in [
+        "ALTER TABLE plugin_host.tasks DISABLE ROW LEVEL SECURITY",
+        "ALTER TABLE plugin_host.tasks NO FORCE ROW LEVEL SECURITY",
+        "DROP POLICY tasks_rls ON plugin_host.tasks",
+        "CREATE POLICY everything ON plugin_host.tasks USING (true)",
+        "ALTER TABLE plugin_host.tasks ADD COLUMN x int",
+        "CREATE TABLE plugin_host.evil (x int)",
+        "CREATE FUNCTION plugin_host.evil() RETURNS int LANGUAGE sql AS 'SELECT 1'",
+        "DROP TABLE plugin_host.used_confirmations",
+        "TRUNCATE plugin_host.tasks",
+        "SELECT * FROM plugin_host.schema_migrations",
+        "ALTER ROLE plugin_host_app BYPASSRLS",
+    ] {
+        let e = app.execute(sql).await.unwrap_err();
+        assert_eq!(sqlstate(&e), "42501", "{sql}: {e}");
+    }
+    // Turning row security off makes queries fail instead of bypassing it.
+    app.execute("SET row_security = off").await.unwrap();
+    let e = count(&mut app, "SELECT count(*) FROM plugin_host.tasks")
+        .await
+        .unwrap_err();
+    assert_eq!(sqlstate(&e), "42501", "{e}");
+}

@@ -1,0 +1,23 @@
+//! The embedded SQLite store meets both contracts.
+
+use cyberos_mcp_bridge::adapters::sqlite::SqliteStore;
+
+use super::contract::{ledger_contract, task_store_contract};
+
+#[tokio::test]
+async fn the_sqlite_store_meets_the_task_store_contract() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(&dir.path().join("bridge.sqlite3"))
+        .await
+        .unwrap();
+    task_store_contract(&store).await;
+}
+
+#[tokio::test]
+async fn the_sqlite_store_meets_the_ledger_contract() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(&dir.path().join("bridge.sqlite3"))
+        .await
+        .unwrap();
+    ledger_contract(&store).await;
+}
