@@ -1,12 +1,13 @@
 //! `TaskStore` for [`PgStore`], with the semantics of the SQLite store
-//! (`adapters::sqlite_tasks`): conditional status changes, the same cursors and errors.
+//! (`adapters::sqlite::tasks`): conditional status changes, the same cursors and errors
+//! (shared through `adapters::task_rows`).
 
 use std::sync::Arc;
 
 use sqlx::Row;
 
-use crate::adapters::postgres::{PgStore, down, timed, ts};
-use crate::adapters::sqlite_tasks::{
+use super::{PgStore, down, timed, ts};
+use crate::adapters::task_rows::{
     bad_cursor, decode_cursor, encode_cursor, failure_json, task_not_found, task_of,
 };
 use crate::domain::task::{Task, TaskFailure, TaskStatus};
