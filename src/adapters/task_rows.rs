@@ -30,16 +30,21 @@ pub(super) fn failure_json(f: &TaskFailure) -> String {
     json!({"class": f.class.as_str(), "message": f.message, "hint": f.hint}).to_string()
 }
 
+/// The error class of its stored name; `None` for a name no store writes.
+fn error_class(stored: &str) -> Option<ErrorClass> {
+    match stored {
+        "input_validation" => Some(ErrorClass::InputValidation),
+        "authz_denied" => Some(ErrorClass::AuthzDenied),
+        "upstream_unavailable" => Some(ErrorClass::UpstreamUnavailable),
+        "internal_error" => Some(ErrorClass::Internal),
+        _ => None,
+    }
+}
+
 pub(super) fn failure_of(text: &str) -> Option<TaskFailure> {
     let v: serde_json::Value = serde_json::from_str(text).ok()?;
-    let class = match v.get("class")?.as_str()? {
-        "input_validation" => ErrorClass::InputValidation,
-        "authz_denied" => ErrorClass::AuthzDenied,
-        "upstream_unavailable" => ErrorClass::UpstreamUnavailable,
-        _ => ErrorClass::Internal,
-    };
     Some(TaskFailure {
-        class,
+        class: error_class(v.get("class")?.as_str()?)?,
         message: v.get("message")?.as_str()?.to_owned(),
         hint: v.get("hint")?.as_str()?.to_owned(),
     })
@@ -105,6 +110,31 @@ mod tests {
         assert_eq!(decode_cursor(&cursor), Some((1_700_000_000_000, id)));
         for bad in ["", "c1.", "c1.zz.t-x", "c2.1.t-aaaa", "c1.1", "c1..t-a"] {
             assert_eq!(decode_cursor(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn every_error_class_round_trips_and_unknown_names_are_refused() {
+        for class in [
+            ErrorClass::InputValidation,
+            ErrorClass::AuthzDenied,
+            ErrorClass::UpstreamUnavailable,
+            ErrorClass::Internal,
+        ] {
+            let stored = failure_json(&TaskFailure {
+                class,
+                message: "m".into(),
+                hint: "h".into(),
+            });
+            assert_eq!(
+                failure_of(&stored).map(|f| f.class),
+                Some(class),
+                "{stored}"
+            );
+        }
+        for bad in ["internal", "Internal_Error", ""] {
+            let stored = json!({"class": bad, "message": "m", "hint": "h"}).to_string();
+            assert_eq!(failure_of(&stored), None, "{bad:?}");
         }
     }
 }
