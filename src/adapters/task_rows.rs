@@ -1,6 +1,6 @@
 //! What the SQLite and Postgres task stores share: reading a task row (the SQL differs;
-//! the columns read the same), the stored failure and cursor formats, and the common
-//! errors. A leaf: it imports neither store.
+//! the columns read the same), the stored failure and cursor formats, the common errors,
+//! and the state-machine check of `finish`. A leaf: it imports neither store.
 
 use serde_json::json;
 use sqlx::Row;
@@ -9,6 +9,7 @@ use crate::domain::task::{Task, TaskFailure, TaskStatus};
 use crate::domain::{
     DomainError, ErrorClass, JsonText, TaskId, TenantId, Timestamp, Tool, TraceId, Upstream,
 };
+use crate::ports::TaskOutcome;
 
 fn down(e: sqlx::Error) -> DomainError {
     DomainError::unavailable(Upstream::TaskStore, Some(e.into()))
@@ -23,6 +24,15 @@ pub(super) fn task_not_found() -> DomainError {
 pub(super) fn bad_cursor() -> DomainError {
     DomainError::invalid("invalid cursor")
         .with_hint("Pass nextCursor from the previous page unchanged.")
+}
+
+/// The status `finish` may write: the state machine's move out of `running`, the only
+/// status a conditional finish updates. The `WHERE status = 'running'` update still
+/// decides races between finishers.
+pub(super) fn finished_status(outcome: &TaskOutcome) -> Result<TaskStatus, DomainError> {
+    TaskStatus::Running
+        .transition(outcome.status)
+        .map_err(|e| DomainError::internal("a task cannot be finished so", Some(e.into())))
 }
 
 /// The stored form of a failure: a JSON object with `class`, `message` and `hint`.
@@ -136,5 +146,22 @@ mod tests {
             let stored = json!({"class": bad, "message": "m", "hint": "h"}).to_string();
             assert_eq!(failure_of(&stored), None, "{bad:?}");
         }
+    }
+
+    #[test]
+    fn only_terminal_outcomes_finish_a_task() {
+        let outcome = |status| TaskOutcome {
+            status,
+            output: None,
+            failure: None,
+        };
+        for to in [
+            TaskStatus::Completed,
+            TaskStatus::Failed,
+            TaskStatus::Cancelled,
+        ] {
+            assert_eq!(finished_status(&outcome(to)).ok(), Some(to));
+        }
+        assert!(finished_status(&outcome(TaskStatus::Running)).is_err());
     }
 }

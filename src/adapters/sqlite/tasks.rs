@@ -7,7 +7,8 @@ use sqlx::Row;
 
 use super::SqliteStore;
 use crate::adapters::task_rows::{
-    bad_cursor, decode_cursor, encode_cursor, failure_json, task_not_found, task_of,
+    bad_cursor, decode_cursor, encode_cursor, failure_json, finished_status, task_not_found,
+    task_of,
 };
 use crate::domain::task::{Task, orphaned};
 use crate::domain::{DomainError, JsonText, TaskId, TenantId, Timestamp, Upstream};
@@ -113,12 +114,14 @@ impl TaskStore for SqliteStore {
         outcome: &TaskOutcome,
         now: Timestamp,
     ) -> Result<Task, DomainError> {
+        // Whether the outcome may be written at all; the conditional update decides races.
+        let status = finished_status(outcome)?;
         sqlx::query(
             "UPDATE tasks SET status = ?, output = ?, error = ?, updated_at = ?, completed_at = ?,
                               status_message = COALESCE(?, status_message)
              WHERE tenant_id = ? AND task_id = ? AND status = 'running'",
         )
-        .bind(outcome.status.as_str())
+        .bind(status.as_str())
         .bind(outcome.output.as_ref().map(JsonText::as_str))
         .bind(outcome.failure.as_ref().map(failure_json))
         .bind(now.unix_millis())
