@@ -8,7 +8,6 @@ use tracing_subscriber::Layer;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 
-use cyberos_mcp_bridge::adapters::otlp::Otlp;
 use cyberos_mcp_bridge::app::cli::{self, EXIT_USAGE};
 use cyberos_mcp_bridge::app::config::{Cli, Command, Config, LogFormat, Transport};
 use cyberos_mcp_bridge::app::{telemetry, wiring};
@@ -32,7 +31,7 @@ fn main() {
     if let Some(otlp) = otlp.as_mut() {
         telemetry::set_export_gate(otlp.take_gate());
     }
-    init_logs(config.log_format, otlp.as_ref());
+    init_logs(config.log_format, otlp.as_ref().map(|o| o.tracer()));
     // stdio serves one client: a single-threaded reactor avoids a cross-thread wake-up per
     // message (measured in benches/stdio.rs). HTTP serves many and uses every core.
     let mut builder = match config.transport {
@@ -48,9 +47,7 @@ fn main() {
     };
     let code = runtime.block_on(cli::run(config, cli.command));
     // Every exit path of `run` (stdin EOF, SIGTERM drain, a failed start) comes here.
-    if let Some(otlp) = otlp {
-        otlp.shutdown(FLUSH_WAIT);
-    }
+    wiring::flush_telemetry(otlp, FLUSH_WAIT);
     // Do not wait for stray blocking reads (stdin) on the way out.
     runtime.shutdown_timeout(Duration::from_millis(200));
     std::process::exit(code);
@@ -63,7 +60,7 @@ fn usage_error(e: &dyn std::fmt::Display) -> ! {
 
 /// Logs go to stderr only: on stdio, stdout carries protocol frames and nothing else.
 /// `RUST_LOG` filters the logs, not the exported spans.
-fn init_logs(format: LogFormat, otlp: Option<&Otlp>) {
+fn init_logs(format: LogFormat, tracer: Option<opentelemetry_sdk::trace::SdkTracer>) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     let fmt = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
@@ -71,6 +68,6 @@ fn init_logs(format: LogFormat, otlp: Option<&Otlp>) {
         LogFormat::Text => fmt.with_ansi(false).with_filter(filter).boxed(),
         LogFormat::Json => fmt.json().with_filter(filter).boxed(),
     };
-    let spans = otlp.map(|o| telemetry::otel_layer(o.tracer()));
+    let spans = tracer.map(telemetry::otel_layer);
     tracing_subscriber::registry().with(logs).with(spans).init();
 }

@@ -1,4 +1,5 @@
-//! Driven adapters: each file implements one port over one technology.
+//! Driven adapters: each module implements one port over one technology (`task_rows` is
+//! what the two task stores share).
 //! Only `app::wiring` names them.
 
 pub mod cuo_process;
@@ -9,6 +10,6 @@ pub mod otlp;
 pub mod postgres;
 pub mod skills_fs;
 pub mod sqlite;
-pub mod sqlite_tasks;
 pub mod system_clock;
+mod task_rows;
 pub mod unavailable;

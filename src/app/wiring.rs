@@ -7,6 +7,7 @@ use crate::adapters::cuo_process::{CuoSettings, ProcessCuoRunner};
 use crate::adapters::dev_key::{DEV_ISSUER, DevKey};
 use crate::adapters::jwt::{Issuer, JwtVerifier, VerifyingKey};
 use crate::adapters::memory_http::HttpMemoryClient;
+use crate::adapters::otlp::Otlp;
 use crate::adapters::postgres::PgStore;
 use crate::adapters::skills_fs::FsSkillIndex;
 use crate::adapters::sqlite::SqliteStore;
@@ -359,4 +360,12 @@ pub fn span_export(config: &Config) -> Result<Option<crate::adapters::otlp::Otlp
         .map(crate::adapters::otlp::start)
         .transpose()
         .map_err(ConfigError)
+}
+
+/// The way out for [`span_export`]'s pipeline: exports what is queued, waiting at most
+/// `wait`, and stops it.
+pub fn flush_telemetry(export: Option<Otlp>, wait: std::time::Duration) {
+    if let Some(otlp) = export {
+        otlp.shutdown(wait);
+    }
 }

@@ -44,7 +44,8 @@ impl TaskStatus {
     }
 
     /// Status only moves forward: from `Running` to any terminal status, and never out of
-    /// a terminal one (so a finishing worker cannot overwrite `Cancelled`).
+    /// a terminal one (so a finishing worker cannot overwrite `Cancelled`). The task stores
+    /// check every `finish` against it; their conditional update settles races.
     pub fn transition(self, to: TaskStatus) -> Result<TaskStatus, IllegalTransition> {
         match (self, to) {
             (TaskStatus::Running, t) if t.is_terminal() => Ok(t),

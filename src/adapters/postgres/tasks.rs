@@ -1,13 +1,15 @@
 //! `TaskStore` for [`PgStore`], with the semantics of the SQLite store
-//! (`adapters::sqlite_tasks`): conditional status changes, the same cursors and errors.
+//! (`adapters::sqlite::tasks`): conditional status changes, the same cursors and errors
+//! (shared through `adapters::task_rows`).
 
 use std::sync::Arc;
 
 use sqlx::Row;
 
-use crate::adapters::postgres::{PgStore, down, timed, ts};
-use crate::adapters::sqlite_tasks::{
-    bad_cursor, decode_cursor, encode_cursor, failure_json, task_not_found, task_of,
+use super::{PgStore, down, timed, ts};
+use crate::adapters::task_rows::{
+    bad_cursor, decode_cursor, encode_cursor, failure_json, finished_status, task_not_found,
+    task_of,
 };
 use crate::domain::task::{Task, TaskFailure, TaskStatus};
 use crate::domain::{DomainError, ErrorClass, JsonText, TaskId, TenantId, Timestamp};
@@ -227,6 +229,8 @@ impl TaskStore for PgStore {
         outcome: &TaskOutcome,
         now: Timestamp,
     ) -> Result<Task, DomainError> {
+        // Whether the outcome may be written at all; the conditional update decides races.
+        finished_status(outcome)?;
         timed(async {
             match self.try_finish(tenant, id, outcome, now).await {
                 Err(e) if is_unstorable_json(&e) => {

@@ -1,119 +1,12 @@
-//! The embedded store: one SQLite file in the data dir (WAL, busy timeout), shared by
-//! several bridge processes. Today it holds the append-only, tenant-scoped audit log
-//! that serves `MemoryClient` when no `--memory-url` is given.
-
-use std::path::Path;
-use std::str::FromStr;
-use std::time::Duration;
+//! `MemoryClient` on the embedded SQLite file: the append-only, tenant-scoped audit log
+//! served when no `--memory-url` is given. Appends are idempotent per key.
 
 use sqlx::Row;
-use sqlx::sqlite::{
-    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
-};
 
-use crate::domain::TenantId;
+use super::SqliteStore;
 use crate::domain::memory::{AuditEntry, AuditPage, AuditQuery, AuditReceipt, NewAuditEntry};
 use crate::domain::{CallCtx, DomainError, JsonText, Timestamp, TraceId, Upstream};
-use crate::ports::{ConfirmationLedger, MemoryClient};
-
-/// Migrations in order; the index + 1 is the schema version.
-const MIGRATIONS: [&str; 3] = [
-    include_str!("../../migrations/sqlite/0001_audit.sql"),
-    include_str!("../../migrations/sqlite/0002_confirmations.sql"),
-    include_str!("../../migrations/sqlite/0003_tasks.sql"),
-];
-
-/// The embedded SQLite store.
-#[derive(Clone)]
-pub struct SqliteStore {
-    pub(super) pool: SqlitePool,
-}
-
-/// The store could not be opened or migrated.
-#[derive(Debug, thiserror::Error)]
-#[error("cannot open the embedded store: {0}")]
-pub struct OpenStoreError(#[source] sqlx::Error);
-
-impl SqliteStore {
-    /// Opens (creating if needed) `path` and applies pending migrations.
-    ///
-    /// # Errors
-    /// When the file cannot be created, opened or migrated.
-    pub async fn open(path: &Path) -> Result<SqliteStore, OpenStoreError> {
-        // Switching a new file to WAL, or recovering a WAL, can answer SQLITE_BUSY without
-        // consulting the busy handler while another process does the same; such opens are
-        // retried for a few seconds.
-        let mut attempt = 0;
-        loop {
-            match Self::try_open(path).await {
-                Err(OpenStoreError(e)) if is_busy(&e) && attempt < 50 => {
-                    attempt += 1;
-                    tokio::time::sleep(Duration::from_millis(20 + 10 * attempt)).await;
-                }
-                other => return other,
-            }
-        }
-    }
-
-    async fn try_open(path: &Path) -> Result<SqliteStore, OpenStoreError> {
-        let options = SqliteConnectOptions::from_str("sqlite:")
-            .map_err(OpenStoreError)?
-            .filename(path)
-            .create_if_missing(true)
-            .journal_mode(SqliteJournalMode::Wal)
-            .synchronous(SqliteSynchronous::Normal)
-            // Other bridge processes may hold the write lock for a moment.
-            .busy_timeout(Duration::from_secs(5))
-            .foreign_keys(true);
-        let pool = SqlitePoolOptions::new()
-            .max_connections(4)
-            .acquire_timeout(Duration::from_secs(5))
-            .connect_with(options)
-            .await
-            .map_err(OpenStoreError)?;
-        migrate(&pool).await.map_err(OpenStoreError)?;
-        Ok(SqliteStore { pool })
-    }
-}
-
-fn is_busy(e: &sqlx::Error) -> bool {
-    // SQLITE_BUSY (5) and SQLITE_LOCKED (6), with or without extended codes.
-    e.as_database_error()
-        .and_then(|d| d.code())
-        .and_then(|c| c.parse::<i32>().ok())
-        .is_some_and(|c| matches!(c & 0xff, 5 | 6))
-}
-
-/// Applies pending migrations under SQLite's write lock, so concurrent openers serialize
-/// and each migration runs once.
-async fn migrate(pool: &SqlitePool) -> Result<(), sqlx::Error> {
-    let mut conn = pool.acquire().await?;
-    sqlx::raw_sql("BEGIN IMMEDIATE").execute(&mut *conn).await?;
-    let result = async {
-        let version: i64 = sqlx::query_scalar("PRAGMA user_version")
-            .fetch_one(&mut *conn)
-            .await?;
-        for (i, script) in MIGRATIONS
-            .iter()
-            .enumerate()
-            .skip(usize::try_from(version).unwrap_or(0))
-        {
-            // Both strings are ours: bundled migrations and an integer.
-            sqlx::raw_sql(sqlx::AssertSqlSafe(*script))
-                .execute(&mut *conn)
-                .await?;
-            let bump = format!("PRAGMA user_version = {}", i + 1);
-            sqlx::raw_sql(sqlx::AssertSqlSafe(bump))
-                .execute(&mut *conn)
-                .await?;
-        }
-        Ok::<(), sqlx::Error>(())
-    }
-    .await;
-    let end = if result.is_ok() { "COMMIT" } else { "ROLLBACK" };
-    sqlx::raw_sql(end).execute(&mut *conn).await?;
-    result
-}
+use crate::ports::MemoryClient;
 
 fn down(e: sqlx::Error) -> DomainError {
     DomainError::unavailable(Upstream::Memory, Some(e.into()))
@@ -265,34 +158,6 @@ impl MemoryClient for SqliteStore {
             .await
             .map(|_| ())
             .map_err(down)
-    }
-}
-
-#[async_trait::async_trait]
-impl ConfirmationLedger for SqliteStore {
-    async fn claim(
-        &self,
-        tenant: &TenantId,
-        jti: &str,
-        expires_at: Timestamp,
-    ) -> Result<bool, DomainError> {
-        let unavailable =
-            |e: sqlx::Error| DomainError::unavailable(Upstream::TaskStore, Some(e.into()));
-        let now = chrono::Utc::now().timestamp_millis();
-        // Expired ids can no longer be replayed (their tokens fail verification), so they go.
-        sqlx::query("DELETE FROM used_confirmations WHERE expires_at < ?")
-            .bind(now)
-            .execute(&self.pool)
-            .await
-            .map_err(unavailable)?;
-        let inserted = sqlx::query("INSERT INTO used_confirmations (tenant_id, jti, expires_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING")
-            .bind(tenant.to_string())
-            .bind(jti)
-            .bind(expires_at.unix_millis())
-            .execute(&self.pool)
-            .await
-            .map_err(unavailable)?;
-        Ok(inserted.rows_affected() == 1)
     }
 }
 

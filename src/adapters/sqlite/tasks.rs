@@ -1,30 +1,21 @@
 //! `TaskStore` on the embedded SQLite file. Several bridge processes may share it: every
 //! status change is a conditional update (`WHERE status = 'running'`), and the tenant is
-//! in every per-task `WHERE`.
+//! in every per-task `WHERE`. Row reading and cursors are shared with Postgres through
+//! `adapters::task_rows`.
 
-use serde_json::json;
 use sqlx::Row;
 
-use crate::adapters::sqlite::SqliteStore;
-use crate::domain::task::{Task, TaskFailure, TaskStatus, orphaned};
-use crate::domain::{
-    DomainError, ErrorClass, JsonText, TaskId, TenantId, Timestamp, Tool, TraceId, Upstream,
+use super::SqliteStore;
+use crate::adapters::task_rows::{
+    bad_cursor, decode_cursor, encode_cursor, failure_json, finished_status, task_not_found,
+    task_of,
 };
+use crate::domain::task::{Task, orphaned};
+use crate::domain::{DomainError, JsonText, TaskId, TenantId, Timestamp, Upstream};
 use crate::ports::{NewTask, SweepReport, TaskOutcome, TaskPage, TaskStore};
 
 fn down(e: sqlx::Error) -> DomainError {
     DomainError::unavailable(Upstream::TaskStore, Some(e.into()))
-}
-
-/// The one answer for a task the tenant cannot see, whatever the reason.
-pub fn task_not_found() -> DomainError {
-    DomainError::invalid("task not found")
-        .with_hint("Check the task id; tasks are kept for their ttl, then deleted.")
-}
-
-pub(super) fn bad_cursor() -> DomainError {
-    DomainError::invalid("invalid cursor")
-        .with_hint("Pass nextCursor from the previous page unchanged.")
 }
 
 macro_rules! columns {
@@ -32,74 +23,6 @@ macro_rules! columns {
         "task_id, tenant_id, tool_name, status, output, error, status_message, created_at, updated_at, \
          timeout_at, expires_at, trace_id"
     };
-}
-
-pub(super) fn failure_json(f: &TaskFailure) -> String {
-    json!({"class": f.class.as_str(), "message": f.message, "hint": f.hint}).to_string()
-}
-
-pub(super) fn failure_of(text: &str) -> Option<TaskFailure> {
-    let v: serde_json::Value = serde_json::from_str(text).ok()?;
-    let class = match v.get("class")?.as_str()? {
-        "input_validation" => ErrorClass::InputValidation,
-        "authz_denied" => ErrorClass::AuthzDenied,
-        "upstream_unavailable" => ErrorClass::UpstreamUnavailable,
-        _ => ErrorClass::Internal,
-    };
-    Some(TaskFailure {
-        class,
-        message: v.get("message")?.as_str()?.to_owned(),
-        hint: v.get("hint")?.as_str()?.to_owned(),
-    })
-}
-
-pub(super) fn corrupt(what: &str) -> DomainError {
-    DomainError::internal(
-        "a stored task is malformed",
-        Some(format!("bad {what}").into()),
-    )
-}
-
-/// A task from a row of either store (the SQL differs; the columns read the same).
-pub(super) fn task_of<R>(row: &R) -> Result<Task, DomainError>
-where
-    R: Row,
-    for<'c> &'c str: sqlx::ColumnIndex<R>,
-    for<'r> String: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
-    for<'r> i64: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
-{
-    let get_s = |c: &str| row.try_get::<String, _>(c).map_err(down);
-    let get_i = |c: &str| row.try_get::<i64, _>(c).map_err(down);
-    let output: Option<String> = row.try_get("output").map_err(down)?;
-    let error: Option<String> = row.try_get("error").map_err(down)?;
-    Ok(Task {
-        id: TaskId::parse(&get_s("task_id")?).ok_or_else(|| corrupt("task_id"))?,
-        tenant: TenantId::parse(&get_s("tenant_id")?).map_err(|_| corrupt("tenant_id"))?,
-        tool: Tool::from_name(&get_s("tool_name")?).ok_or_else(|| corrupt("tool_name"))?,
-        status: TaskStatus::parse(&get_s("status")?).ok_or_else(|| corrupt("status"))?,
-        output: output.map(JsonText::from_serialized),
-        failure: error.as_deref().and_then(failure_of),
-        status_message: row.try_get("status_message").map_err(down)?,
-        trace_id: TraceId::parse(&get_s("trace_id")?).ok_or_else(|| corrupt("trace_id"))?,
-        created_at: Timestamp::from_unix_millis(get_i("created_at")?),
-        updated_at: Timestamp::from_unix_millis(get_i("updated_at")?),
-        timeout_at: Timestamp::from_unix_millis(get_i("timeout_at")?),
-        expires_at: Timestamp::from_unix_millis(get_i("expires_at")?),
-    })
-}
-
-/// Cursors are opaque: `c1.` + creation time (hex) + `.` + the last task id.
-pub(super) fn encode_cursor(task: &Task) -> String {
-    format!("c1.{:x}.{}", task.created_at.unix_millis(), task.id)
-}
-
-pub(super) fn decode_cursor(cursor: &str) -> Option<(i64, TaskId)> {
-    let rest = cursor.strip_prefix("c1.")?;
-    let (time, id) = rest.split_once('.')?;
-    if time.is_empty() || time.len() > 16 {
-        return None;
-    }
-    Some((i64::from_str_radix(time, 16).ok()?, TaskId::parse(id)?))
 }
 
 #[async_trait::async_trait]
@@ -191,12 +114,14 @@ impl TaskStore for SqliteStore {
         outcome: &TaskOutcome,
         now: Timestamp,
     ) -> Result<Task, DomainError> {
+        // Whether the outcome may be written at all; the conditional update decides races.
+        let status = finished_status(outcome)?;
         sqlx::query(
             "UPDATE tasks SET status = ?, output = ?, error = ?, updated_at = ?, completed_at = ?,
                               status_message = COALESCE(?, status_message)
              WHERE tenant_id = ? AND task_id = ? AND status = 'running'",
         )
-        .bind(outcome.status.as_str())
+        .bind(status.as_str())
         .bind(outcome.output.as_ref().map(JsonText::as_str))
         .bind(outcome.failure.as_ref().map(failure_json))
         .bind(now.unix_millis())
@@ -296,20 +221,5 @@ impl TaskStore for SqliteStore {
             .await
             .map(|_| ())
             .map_err(down)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn task_cursors_round_trip_and_garbage_is_refused() {
-        let id = TaskId::from_random([9; 16]);
-        let cursor = format!("c1.{:x}.{id}", 1_700_000_000_000_i64);
-        assert_eq!(decode_cursor(&cursor), Some((1_700_000_000_000, id)));
-        for bad in ["", "c1.", "c1.zz.t-x", "c2.1.t-aaaa", "c1.1", "c1..t-a"] {
-            assert_eq!(decode_cursor(bad), None, "{bad}");
-        }
     }
 }
