@@ -9,7 +9,7 @@ use ed25519_dalek::SigningKey;
 use ed25519_dalek::pkcs8::spki::der::pem::LineEnding;
 use ed25519_dalek::pkcs8::{DecodePrivateKey, EncodePrivateKey, EncodePublicKey};
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header};
-use serde_json::Value;
+use serde_json::{Value, json};
 
 /// Issuer of every dev token.
 pub const DEV_ISSUER: &str = "urn:cyberos:dev";
@@ -72,6 +72,54 @@ impl DevKey {
         jsonwebtoken::encode(&Header::new(Algorithm::EdDSA), claims, &self.encoding)
             .map_err(|e| format!("cannot sign: {e}"))
     }
+
+    /// A bearer token for `tenant` with `scopes` (space-separated), valid `ttl_s` seconds.
+    ///
+    /// # Errors
+    /// As for [`DevKey::sign`], or when the system has no randomness for the `jti`.
+    pub fn bearer_token(
+        &self,
+        audience: &str,
+        tenant: &str,
+        scopes: &str,
+        sub: &str,
+        ttl_s: i64,
+    ) -> Result<String, String> {
+        let now = chrono::Utc::now().timestamp();
+        self.sign(&json!({
+            "iss": DEV_ISSUER, "aud": audience, "sub": sub, "tenant_id": tenant,
+            "scope": scopes, "iat": now, "exp": now + ttl_s, "jti": jti()?
+        }))
+    }
+
+    /// A single-use confirmation token for one call of `tool` with the arguments whose
+    /// canonical hash is `args_sha256`, valid at most five minutes.
+    ///
+    /// # Errors
+    /// As for [`DevKey::bearer_token`].
+    pub fn confirmation_token(
+        &self,
+        audience: &str,
+        tenant: &str,
+        sub: &str,
+        tool: &str,
+        args_sha256: &str,
+        ttl_s: i64,
+    ) -> Result<String, String> {
+        let now = chrono::Utc::now().timestamp();
+        self.sign(&json!({
+            "iss": DEV_ISSUER, "aud": audience, "sub": sub, "tenant_id": tenant,
+            "tool": tool, "args_sha256": args_sha256,
+            "jti": jti()?, "iat": now, "exp": now + ttl_s.min(300)
+        }))
+    }
+}
+
+/// A fresh token id: 128 random bits in hex.
+fn jti() -> Result<String, String> {
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes).map_err(|e| format!("no randomness: {e}"))?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
 /// Writes a new key to a private temporary file, then publishes it with a hard link,

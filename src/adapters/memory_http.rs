@@ -223,9 +223,7 @@ fn malformed(e: impl std::fmt::Display) -> DomainError {
 }
 
 fn time(s: &str) -> Result<Timestamp, DomainError> {
-    chrono::DateTime::parse_from_rfc3339(s)
-        .map(|t| Timestamp::from_unix_millis(t.timestamp_millis()))
-        .map_err(malformed)
+    Timestamp::parse_rfc3339(s).ok_or_else(|| malformed("a time is not RFC 3339"))
 }
 
 fn entry(dto: EntryDto) -> Result<AuditEntry, DomainError> {
@@ -239,12 +237,6 @@ fn entry(dto: EntryDto) -> Result<AuditEntry, DomainError> {
         trace_id: TraceId::parse(&dto.trace_id)
             .ok_or_else(|| malformed("trace_id is not 32 hex digits"))?,
     })
-}
-
-fn rfc3339(ts: Timestamp) -> String {
-    chrono::DateTime::from_timestamp_millis(ts.unix_millis())
-        .unwrap_or_default()
-        .to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
 }
 
 #[async_trait::async_trait]
@@ -294,7 +286,7 @@ impl MemoryClient for HttpMemoryClient {
                 pairs.append_pair("kind", kind);
             }
             if let Some(since) = q.since {
-                pairs.append_pair("since", &rfc3339(since));
+                pairs.append_pair("since", &since.to_rfc3339());
             }
             pairs.append_pair("limit", &q.limit.to_string());
             if let Some(cursor) = &q.cursor {

@@ -16,11 +16,6 @@ fn down(e: sqlx::Error) -> DomainError {
 }
 
 /// The one answer for a task the tenant cannot see, whatever the reason.
-pub(super) fn task_not_found() -> DomainError {
-    DomainError::invalid("task not found")
-        .with_hint("Check the task id; tasks are kept for their ttl, then deleted.")
-}
-
 pub(super) fn bad_cursor() -> DomainError {
     DomainError::invalid("invalid cursor")
         .with_hint("Pass nextCursor from the previous page unchanged.")

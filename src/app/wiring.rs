@@ -149,10 +149,7 @@ pub fn identity(config: &Config) -> Result<Identity, ConfigError> {
     let mut dev_token = None;
     if id.dev {
         let key = DevKey::load_or_create(&config.data_dir).map_err(ConfigError)?;
-        dev_token = Some(mint(
-            &key,
-            &dev_claims(config, LOCAL_TENANT, &all_scopes(), "local-dev", DEV_TTL_S),
-        )?);
+        dev_token = Some(local_dev_token(config, &key)?);
         issuers.push(Issuer::with_keys(
             DEV_ISSUER,
             vec![VerifyingKey::dev(key.decoding_key())],
@@ -202,10 +199,20 @@ const DEV_TTL_S: i64 = 30 * 24 * 3600;
 /// When the dev key cannot be loaded.
 pub fn dev_bearer_token(config: &Config) -> Result<String, ConfigError> {
     let key = DevKey::load_or_create(&config.data_dir).map_err(ConfigError)?;
-    mint(
-        &key,
-        &dev_claims(config, LOCAL_TENANT, &all_scopes(), "local-dev", DEV_TTL_S),
+    local_dev_token(config, &key)
+}
+
+/// The `--dev` token: the local tenant with every scope.
+fn local_dev_token(config: &Config, key: &DevKey) -> Result<String, ConfigError> {
+    let audience = &config.identity.audience;
+    key.bearer_token(
+        audience,
+        LOCAL_TENANT,
+        &all_scopes(),
+        "local-dev",
+        DEV_TTL_S,
     )
+    .map_err(ConfigError)
 }
 
 fn all_scopes() -> String {
@@ -214,31 +221,6 @@ fn all_scopes() -> String {
         .map(|s| s.as_str())
         .collect::<Vec<_>>()
         .join(" ")
-}
-
-fn dev_claims(
-    config: &Config,
-    tenant: &str,
-    scopes: &str,
-    sub: &str,
-    ttl_s: i64,
-) -> serde_json::Value {
-    let now = chrono::Utc::now().timestamp();
-    serde_json::json!({
-        "iss": DEV_ISSUER, "aud": config.identity.audience, "sub": sub, "tenant_id": tenant,
-        "scope": scopes, "iat": now, "exp": now + ttl_s, "jti": jti()
-    })
-}
-
-fn mint(key: &DevKey, claims: &serde_json::Value) -> Result<String, ConfigError> {
-    key.sign(claims).map_err(ConfigError)
-}
-
-fn jti() -> String {
-    crate::app::trace::random_bytes::<16>()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
 }
 
 /// What `dev-token` was asked for.
@@ -269,10 +251,15 @@ pub fn dev_token(config: &Config, req: &DevTokenRequest) -> Result<String, Confi
     let key = DevKey::load_or_create(&config.data_dir).map_err(ConfigError)?;
     let Some(tool) = &req.confirm else {
         let scopes = req.scopes.clone().unwrap_or_else(all_scopes);
-        return mint(
-            &key,
-            &dev_claims(config, &req.tenant, &scopes, &req.sub, ttl_s),
-        );
+        return key
+            .bearer_token(
+                &config.identity.audience,
+                &req.tenant,
+                &scopes,
+                &req.sub,
+                ttl_s,
+            )
+            .map_err(ConfigError);
     };
     if crate::domain::Tool::from_name(tool).is_none() {
         return Err(ConfigError(format!("--confirm: unknown tool {tool:?}")));
@@ -281,13 +268,10 @@ pub fn dev_token(config: &Config, req: &DevTokenRequest) -> Result<String, Confi
         .ok()
         .filter(serde_json::Value::is_object)
         .ok_or_else(|| ConfigError("--args must be a JSON object".into()))?;
-    let now = chrono::Utc::now().timestamp();
-    let claims = serde_json::json!({
-        "iss": DEV_ISSUER, "aud": config.identity.audience, "sub": req.sub, "tenant_id": req.tenant,
-        "tool": tool, "args_sha256": crate::app::tools::confirmation::args_sha256(&args),
-        "jti": jti(), "iat": now, "exp": now + ttl_s.min(300)
-    });
-    mint(&key, &claims)
+    let sha = crate::app::tools::confirmation::args_sha256(&args);
+    let audience = &config.identity.audience;
+    key.confirmation_token(audience, &req.tenant, &req.sub, tool, &sha, ttl_s)
+        .map_err(ConfigError)
 }
 
 /// `30s`, `15m`, `1h`, `30d`.

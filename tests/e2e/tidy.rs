@@ -41,6 +41,8 @@ fn the_domain_does_no_io_and_imports_no_infrastructure() {
         "std::process",
         "std::time::SystemTime",
         "Instant::now",
+        "Utc::now",
+        "Local::now",
         "getrandom",
         "crate::app",
         "crate::adapters",

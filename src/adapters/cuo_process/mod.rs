@@ -23,7 +23,7 @@ use crate::domain::cuo::{Persona, Route, Workflow, WorkflowOutcome};
 use crate::domain::{CallCtx, DomainError, JsonText, TenantId, Timestamp, TraceId, Upstream};
 use crate::ports::{CuoRunner, ProgressSink, SkillRun, WorkflowRun};
 use connection::{CallError, ChildCommand, Conn, KillOnDrop};
-use wire::{ctx_json, progress_of, rfc3339};
+use wire::{ctx_json, progress_of};
 
 pub use connection::MAX_CHILD_LINE;
 
@@ -240,7 +240,7 @@ impl CuoRunner for ProcessCuoRunner {
             .map_err(|e| DomainError::internal("inputs are not JSON", Some(e.into())))?;
         let params = json!({
             "ctx": ctx_json(ctx), "persona": run.persona, "workflow": run.workflow,
-            "inputs": inputs, "deadline": rfc3339(run.deadline)
+            "inputs": inputs, "deadline": run.deadline.to_rfc3339()
         });
         wire::workflow_outcome(
             self.run("workflow.execute", params, run.deadline, progress)
@@ -259,7 +259,7 @@ impl CuoRunner for ProcessCuoRunner {
         let params = json!({
             "ctx": ctx_json(ctx),
             "skill": {"name": run.skill.name, "description": run.skill.description, "path": run.skill.path},
-            "inputs": inputs, "deadline": rfc3339(run.deadline)
+            "inputs": inputs, "deadline": run.deadline.to_rfc3339()
         });
         wire::skill_outcome(
             self.run("skill.invoke", params, run.deadline, progress)

@@ -5,7 +5,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::domain::cuo::{Artifact, Persona, Progress, Route, Workflow, WorkflowOutcome};
-use crate::domain::{CallCtx, DomainError, JsonText, Timestamp, Upstream};
+use crate::domain::{CallCtx, DomainError, JsonText, Upstream};
 
 /// The `ctx` every request carries.
 pub(super) fn ctx_json(ctx: &CallCtx) -> Value {
@@ -14,13 +14,6 @@ pub(super) fn ctx_json(ctx: &CallCtx) -> Value {
         v["tracestate"] = Value::from(&**state);
     }
     v
-}
-
-/// A `deadline` parameter.
-pub(super) fn rfc3339(ts: Timestamp) -> String {
-    chrono::DateTime::from_timestamp_millis(ts.unix_millis())
-        .unwrap_or_default()
-        .to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
 }
 
 fn malformed(method: &str, e: impl std::fmt::Display) -> DomainError {

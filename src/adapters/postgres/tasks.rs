@@ -8,8 +8,7 @@ use sqlx::Row;
 
 use super::{PgStore, down, timed, ts};
 use crate::adapters::task_rows::{
-    bad_cursor, decode_cursor, encode_cursor, failure_json, finished_status, task_not_found,
-    task_of,
+    bad_cursor, decode_cursor, encode_cursor, failure_json, finished_status, task_of,
 };
 use crate::domain::task::{Task, TaskFailure, TaskStatus};
 use crate::domain::{DomainError, ErrorClass, JsonText, TaskId, TenantId, Timestamp};
@@ -77,7 +76,7 @@ impl PgStore {
         .fetch_optional(tx)
         .await
         .map_err(down)?;
-        task_of(&row.ok_or_else(task_not_found)?)
+        task_of(&row.ok_or_else(DomainError::task_not_found)?)
     }
 
     /// One attempt at [`TaskStore::finish`]; the raw error tells an unstorable result.

@@ -7,8 +7,7 @@ use sqlx::Row;
 
 use super::SqliteStore;
 use crate::adapters::task_rows::{
-    bad_cursor, decode_cursor, encode_cursor, failure_json, finished_status, task_not_found,
-    task_of,
+    bad_cursor, decode_cursor, encode_cursor, failure_json, finished_status, task_of,
 };
 use crate::domain::task::{Task, orphaned};
 use crate::domain::{DomainError, JsonText, TaskId, TenantId, Timestamp, Upstream};
@@ -63,7 +62,7 @@ impl TaskStore for SqliteStore {
         .fetch_optional(&self.pool)
         .await
         .map_err(down)?;
-        task_of(&row.ok_or_else(task_not_found)?)
+        task_of(&row.ok_or_else(DomainError::task_not_found)?)
     }
 
     async fn list(
