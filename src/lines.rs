@@ -38,10 +38,11 @@ impl<R: AsyncBufRead + Unpin> LineReader<R> {
         loop {
             let buf = self.inner.fill_buf().await?;
             if buf.is_empty() {
-                return Ok(match (too_long, line.is_empty()) {
+                // The last line may lack its terminator; it is read like any other.
+                return Ok(match (too_long, trimmed(line)) {
                     (true, _) => Line::TooLong,
-                    (false, true) => Line::Eof,
-                    (false, false) => Line::Frame(line),
+                    (false, None) => Line::Eof,
+                    (false, Some(line)) => Line::Frame(line),
                 });
             }
             let (chunk, found, used) = match buf.iter().position(|&b| b == b'\n') {
@@ -61,17 +62,21 @@ impl<R: AsyncBufRead + Unpin> LineReader<R> {
                 if too_long {
                     return Ok(Line::TooLong);
                 }
-                if line.last() == Some(&b'\r') {
-                    line.pop();
+                match trimmed(std::mem::take(&mut line)) {
+                    Some(line) => return Ok(Line::Frame(line)),
+                    None => continue,
                 }
-                if line.iter().all(u8::is_ascii_whitespace) {
-                    line.clear();
-                    continue;
-                }
-                return Ok(Line::Frame(line));
             }
         }
     }
+}
+
+/// A line without its trailing `\r`, or `None` when nothing but whitespace is left.
+fn trimmed(mut line: Vec<u8>) -> Option<Vec<u8>> {
+    if line.last() == Some(&b'\r') {
+        line.pop();
+    }
+    (!line.iter().all(u8::is_ascii_whitespace)).then_some(line)
 }
 
 /// At most `max` bytes of `s`, cut at a character boundary.
@@ -126,5 +131,81 @@ mod tests {
     #[tokio::test]
     async fn an_over_long_last_line_is_reported() {
         assert_eq!(read_all(b"abcdefgh", 3).await, [Line::TooLong, Line::Eof]);
+    }
+}
+
+#[cfg(test)]
+mod proptests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// What the reader must return for `lines` joined by `\n`, read with bound `max`.
+    fn expected(lines: &[Vec<u8>], max: usize) -> Vec<Line> {
+        let mut out = Vec::new();
+        for line in lines {
+            if line.len() > max {
+                out.push(Line::TooLong);
+                continue;
+            }
+            let mut line = line.clone();
+            if line.last() == Some(&b'\r') {
+                line.pop();
+            }
+            if !line.iter().all(u8::is_ascii_whitespace) {
+                out.push(Line::Frame(line));
+            }
+        }
+        out.push(Line::Eof);
+        out
+    }
+
+    fn read_all(input: Vec<u8>, max: usize, buffer: usize) -> Vec<Line> {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let reader = tokio::io::BufReader::with_capacity(buffer, input.as_slice());
+            let mut lines = LineReader::new(reader, max);
+            let mut out = Vec::new();
+            loop {
+                let line = lines.next_line().await.unwrap();
+                let end = line == Line::Eof;
+                out.push(line);
+                if end {
+                    return out;
+                }
+            }
+        })
+    }
+
+    proptest! {
+        /// Every line comes back whole, over-long lines as `TooLong` without losing the
+        /// lines after them, however the input is chunked by the buffer.
+        #[test]
+        fn lines_come_back_whole_or_too_long(
+            lines in proptest::collection::vec(
+                proptest::collection::vec(prop_oneof![Just(b'\r'), Just(b' '), any::<u8>()], 0..40)
+                    .prop_map(|l| l.into_iter().filter(|b| *b != b'\n').collect::<Vec<u8>>()),
+                0..12,
+            ),
+            max in 0usize..48,
+            buffer in 1usize..16,
+        ) {
+            let mut input = lines.join(&b'\n');
+            // The last line needs no terminator; give one half the time.
+            if buffer % 2 == 0 {
+                input.push(b'\n');
+            }
+            // With or without the final newline, the last line ends at EOF.
+            prop_assert_eq!(read_all(input, max, buffer), expected(&lines, max));
+        }
+
+        #[test]
+        fn truncation_keeps_a_char_boundary_prefix(s in "\\PC{0,40}", max in 0usize..50) {
+            let t = truncate(&s, max);
+            prop_assert!(t.len() <= max);
+            prop_assert!(s.starts_with(t));
+            prop_assert!(t.len() == s.len() || s.len() > max);
+        }
     }
 }

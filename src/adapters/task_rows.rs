@@ -160,3 +160,24 @@ mod tests {
         assert!(finished_status(&outcome(TaskStatus::Running)).is_err());
     }
 }
+
+#[cfg(test)]
+mod proptests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn task_cursors_round_trip(ms in 0i64..=i64::MAX, id in any::<[u8; 16]>()) {
+            let text = format!("c1.{ms:x}.{}", TaskId::from_random(id));
+            prop_assert_eq!(decode_cursor(&text), Some((ms, TaskId::from_random(id))));
+        }
+
+        #[test]
+        fn any_cursor_text_decodes_or_is_refused(text in "(c1\\.)?[0-9a-f.]{0,20}(t-[a-z2-7]{0,26})?|\\PC{0,40}") {
+            if let Some((ms, id)) = decode_cursor(&text) {
+                prop_assert_eq!(format!("c1.{ms:x}.{id}"), text.to_ascii_lowercase());
+            }
+        }
+    }
+}

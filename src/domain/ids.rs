@@ -276,3 +276,41 @@ mod tests {
         assert_eq!(TenantId::parse(""), Err(ParseTenantIdError));
     }
 }
+
+#[cfg(test)]
+mod proptests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn every_task_id_round_trips(bytes in any::<[u8; 16]>()) {
+            let id = TaskId::from_random(bytes);
+            prop_assert_eq!(TaskId::parse(&id.to_string()), Some(id));
+        }
+
+        /// A task id has one spelling: whatever parses prints back as the same text.
+        #[test]
+        fn only_canonical_task_ids_parse(text in "(t-)?[a-z2-7A-Z0-9=]{0,30}|\\PC{0,40}") {
+            if let Some(id) = TaskId::parse(&text) {
+                prop_assert_eq!(id.to_string(), text);
+            }
+        }
+
+        #[test]
+        fn trace_ids_round_trip_and_zero_is_refused(bytes in any::<[u8; 16]>(), text in "\\PC{0,40}") {
+            let id = TraceId::from_bytes(bytes);
+            prop_assert_eq!(TraceId::parse(&id.to_hex()), Some(id));
+            if let Some(parsed) = TraceId::parse(&text) {
+                prop_assert_eq!(parsed.to_hex(), text.to_ascii_lowercase());
+                prop_assert_ne!(parsed.bytes(), [0; 16]);
+            }
+        }
+
+        #[test]
+        fn timestamps_round_trip_through_rfc3339(ms in 0i64..=253_402_300_799_999) {
+            let t = Timestamp::from_unix_millis(ms);
+            prop_assert_eq!(Timestamp::parse_rfc3339(&t.to_rfc3339()), Some(t));
+        }
+    }
+}

@@ -46,6 +46,12 @@ impl Scope {
     pub fn parse(s: &str) -> Option<Scope> {
         Scope::ALL.into_iter().find(|sc| sc.as_str() == s)
     }
+
+    /// The known scopes of an OAuth `scope` string (space-separated, RFC 6749 §3.3), in
+    /// order; words the bridge does not know are ignored.
+    pub fn parse_list(s: &str) -> Vec<Scope> {
+        s.split_whitespace().filter_map(Scope::parse).collect()
+    }
 }
 
 /// A verified caller.
@@ -160,5 +166,44 @@ impl CallCtx {
         let span = crate::domain::ids::hex_lower(&self.span_id);
         let flags = if self.sampled { "01" } else { "00" };
         format!("00-{}-{span}-{flags}", self.trace_id)
+    }
+}
+
+#[cfg(test)]
+mod proptests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn word() -> impl Strategy<Value = String> {
+        prop_oneof![
+            (0..Scope::ALL.len()).prop_map(|i| Scope::ALL[i].as_str().to_owned()),
+            "[a-z:]{0,24}",
+            (0..Scope::ALL.len(), "[A-Za-z:]{1,3}")
+                .prop_map(|(i, junk)| format!("{}{junk}", Scope::ALL[i].as_str())),
+        ]
+    }
+
+    proptest! {
+        /// Exactly the known words, in order, whatever separates them.
+        #[test]
+        fn a_scope_string_yields_its_known_words(
+            words in proptest::collection::vec(word(), 0..12),
+            gaps in proptest::collection::vec("[ \t\n]{1,3}", 12),
+        ) {
+            let text: String = words
+                .iter()
+                .zip(&gaps)
+                .map(|(w, g)| format!("{g}{w}"))
+                .collect();
+            let expected: Vec<Scope> = words.iter().filter_map(|w| Scope::parse(w)).collect();
+            prop_assert_eq!(Scope::parse_list(&text), expected);
+        }
+
+        #[test]
+        fn any_text_parses_without_panicking(text in "\\PC*") {
+            for scope in Scope::parse_list(&text) {
+                prop_assert!(text.contains(scope.as_str()));
+            }
+        }
     }
 }

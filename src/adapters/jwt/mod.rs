@@ -183,12 +183,11 @@ impl TokenVerifier for JwtVerifier {
     async fn verify(&self, token: &str) -> Result<Principal, DomainError> {
         let claims: BearerClaims = self.decode(token, &["exp", "iss", "aud", "sub"]).await?;
         let tenant = tenant(claims.tenant_id.as_deref())?;
-        let words: Vec<String> = match (claims.scope, claims.scp) {
-            (Some(s), _) => s.split_whitespace().map(str::to_owned).collect(),
-            (None, Some(list)) => list,
+        let scopes = match (claims.scope, claims.scp) {
+            (Some(s), _) => Scope::parse_list(&s),
+            (None, Some(list)) => list.iter().filter_map(|w| Scope::parse(w)).collect(),
             (None, None) => Vec::new(),
         };
-        let scopes = words.iter().filter_map(|w| Scope::parse(w)).collect();
         Ok(Principal {
             tenant,
             actor: claims.sub,

@@ -314,3 +314,57 @@ pub(crate) mod tests {
         assert!(policy(false, &[]).host_allowed(&headers(&[(HOST, "evil.example")])));
     }
 }
+
+#[cfg(test)]
+mod proptests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn policy(cors: Vec<OriginPattern>) -> OriginPolicy {
+        OriginPolicy {
+            loopback: false,
+            public_origin: "https://bridge.example.com".into(),
+            cors,
+        }
+    }
+
+    fn origin_of(p: &OriginPolicy, origin: &str) -> Origin {
+        let mut h = HeaderMap::new();
+        h.insert(ORIGIN, origin.parse().unwrap());
+        p.origin(&h)
+    }
+
+    proptest! {
+        #[test]
+        fn any_pattern_text_parses_or_is_refused_with_the_flag_named(text in "\\PC{0,40}|https?://[*a-z.:0-9/]{0,20}") {
+            if let Err(e) = OriginPattern::parse(&text) {
+                prop_assert!(e.starts_with("--cors-origin "), "{}", e);
+            }
+        }
+
+        /// An exact origin admits itself only; a wildcard admits subdomains of its domain
+        /// with the same scheme and port, never the domain itself or a look-alike.
+        #[test]
+        fn patterns_admit_what_they_name_and_nothing_next_to_it(
+            label in "[a-z][a-z0-9]{0,8}",
+            domain in "[a-z]{2,8}\\.(com|org|dev)",
+            port in proptest::option::of(1024u16..65535),
+        ) {
+            let port = port.map(|p| format!(":{p}")).unwrap_or_default();
+            let exact = format!("https://{label}.{domain}{port}");
+            let p = policy(vec![OriginPattern::parse(&exact).unwrap()]);
+            prop_assert_eq!(origin_of(&p, &exact), Origin::Allowed { cors: true });
+            let other = format!("https://{label}x.{domain}{port}");
+            prop_assert_eq!(origin_of(&p, &other), Origin::Denied);
+            let http = format!("http://{label}.{domain}{port}");
+            prop_assert_eq!(origin_of(&p, &http), Origin::Denied);
+
+            let wild = policy(vec![OriginPattern::parse(&format!("https://*.{domain}{port}")).unwrap()]);
+            prop_assert_eq!(origin_of(&wild, &exact), Origin::Allowed { cors: true });
+            let bare = format!("https://{domain}{port}");
+            prop_assert_eq!(origin_of(&wild, &bare), Origin::Denied);
+            let lookalike = format!("https://{label}{domain}{port}");
+            prop_assert_eq!(origin_of(&wild, &lookalike), Origin::Denied);
+        }
+    }
+}

@@ -221,3 +221,51 @@ mod tests {
         assert_eq!(&*state, members[..8].join(",").as_str());
     }
 }
+
+#[cfg(test)]
+mod proptests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn a_well_formed_traceparent_gives_back_its_parts(
+            trace in any::<[u8; 16]>().prop_filter("non-zero", |b| *b != [0; 16]),
+            span in any::<[u8; 8]>().prop_filter("non-zero", |b| *b != [0; 8]),
+            flags in any::<u8>(),
+        ) {
+            let header = format!(
+                "00-{}-{}-{flags:02x}",
+                crate::domain::ids::hex_lower(&trace),
+                crate::domain::ids::hex_lower(&span)
+            );
+            let p = parse_traceparent(&header).unwrap();
+            prop_assert_eq!(p.trace_id.bytes(), trace);
+            prop_assert_eq!(p.span_id, span);
+            prop_assert_eq!(p.sampled, flags & 1 == 1);
+        }
+
+        #[test]
+        fn any_traceparent_text_parses_or_is_ignored(text in "(00-)?[0-9a-fA-F-]{0,60}|\\PC{0,60}") {
+            if let Some(p) = parse_traceparent(&text) {
+                prop_assert_eq!(text.len(), 55);
+                prop_assert_ne!(p.span_id, [0; 8]);
+            }
+        }
+
+        /// The normal form is a fixed point, at most 512 characters, with nothing that
+        /// could split or break a header.
+        #[test]
+        fn a_kept_tracestate_is_its_own_normal_form(
+            text in "([a-z0-9@_*/-]{1,6}=[ -~]{0,8}[ \t,]{0,3}){0,6}|\\PC{0,80}"
+        ) {
+            if let Some(state) = parse_tracestate(&text) {
+                prop_assert!(state.len() <= 512);
+                let again = parse_tracestate(&state);
+                prop_assert_eq!(again.as_deref(), Some(&*state));
+                prop_assert!(state.bytes().all(|b| (0x20..=0x7e).contains(&b)));
+                prop_assert!(!state.starts_with(' ') && !state.ends_with(' '));
+            }
+        }
+    }
+}
