@@ -14,6 +14,9 @@ use serde_json::{Value, json};
 
 const BRIDGE: &str = env!("CARGO_BIN_EXE_cyberos-mcp-bridge");
 
+#[path = "stdio/echo.rs"]
+mod echo;
+
 #[path = "../tests/e2e/support/collector.rs"]
 #[allow(dead_code)]
 mod collector;
@@ -21,7 +24,7 @@ mod collector;
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     if args.iter().any(|a| a == "--echo-server") {
-        echo_server();
+        echo::serve();
         return;
     }
     let quick = args.iter().any(|a| a == "--quick");
@@ -376,28 +379,5 @@ impl Server {
         s.stdin.flush().unwrap();
         std::thread::sleep(Duration::from_millis(300));
         s
-    }
-}
-
-/// The reference point: read a line, parse it, answer `{"result":{}}` with its id.
-fn echo_server() {
-    let mut out = BufWriter::new(std::io::stdout().lock());
-    let mut line = String::new();
-    let mut input = BufReader::with_capacity(64 * 1024, std::io::stdin().lock());
-    loop {
-        line.clear();
-        if input.read_line(&mut line).unwrap_or(0) == 0 {
-            break;
-        }
-        let v: Value = serde_json::from_str(&line).unwrap();
-        serde_json::to_writer(
-            &mut out,
-            &json!({"jsonrpc": "2.0", "id": v["id"], "result": {}}),
-        )
-        .unwrap();
-        out.write_all(b"\n").unwrap();
-        if input.buffer().is_empty() {
-            out.flush().unwrap();
-        }
     }
 }

@@ -182,3 +182,25 @@ mod tests {
         }
     }
 }
+
+#[cfg(test)]
+mod proptests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn audit_cursors_round_trip(seq in 1i64..=i64::MAX) {
+            prop_assert_eq!(decode_cursor(&encode_cursor(seq)), Some(seq));
+        }
+
+        #[test]
+        fn any_cursor_text_decodes_or_is_refused(text in "(c1\\.)?[0-9a-fA-F]{0,18}|\\PC{0,30}") {
+            if let Some(seq) = decode_cursor(&text) {
+                // Only positions the store could have issued, and they read back the same.
+                prop_assert!(seq > 0);
+                prop_assert_eq!(decode_cursor(&encode_cursor(seq)), Some(seq));
+            }
+        }
+    }
+}

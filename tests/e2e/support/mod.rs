@@ -14,6 +14,7 @@ pub mod jwks_server;
 pub mod memory_server;
 pub mod module_graph;
 pub mod pg;
+pub mod rust_source;
 pub mod schema;
 
 use std::path::{Path, PathBuf};
