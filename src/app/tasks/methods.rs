@@ -128,11 +128,14 @@ fn bad_params(e: &BadParams, trace: TraceId) -> RpcError {
 }
 
 async fn stop(app: &App, task: &Task) -> Result<Task, DomainError> {
-    if task.status.is_terminal() {
-        return Err(already_terminal(task));
-    }
+    // Only a running task may become cancelled; the store's conditional update settles a
+    // race with the run's own outcome.
+    let status = task
+        .status
+        .transition(TaskStatus::Cancelled)
+        .map_err(|_| already_terminal(task))?;
     let outcome = TaskOutcome {
-        status: TaskStatus::Cancelled,
+        status,
         output: None,
         failure: None,
     };
