@@ -307,9 +307,9 @@ async fn every_earlier_check_wins_over_every_later_one() {
     for i in 0..CHECKS.len() {
         refusal_alone(i).await;
     }
-    for first in 0..CHECKS.len() {
-        for later in first + 1..CHECKS.len() {
-            if CHECKS[first].step < CHECKS[later].step {
+    for (first, a) in CHECKS.iter().enumerate() {
+        for (later, b) in CHECKS.iter().enumerate().skip(first + 1) {
+            if a.step < b.step {
                 first_wins(first, later).await;
             }
         }
