@@ -8,6 +8,7 @@ mod dispatch;
 mod http;
 mod identity;
 mod memory;
+mod pipeline_mocks;
 mod short_tools;
 mod stdio_binary;
 mod support;

@@ -7,6 +7,7 @@
 
 mod auth;
 mod gate;
+mod gate_order;
 mod limits;
 mod serving;
 mod shutdown;
