@@ -8,12 +8,18 @@ root=$(pwd)
 
 log() { printf '\n== %s\n' "$*" >&2; }
 
-# --- Python MCP SDK (1.x speaks 2025-11-25) in a project-local venv -------------------
+# --- Python MCP SDK (pinned: a version that speaks 2025-11-25 and has the task client
+# API) in a project-local venv -----------------------------------------------------------
 venv="$root/.venv"
-if ! "$venv/bin/python" -c 'import mcp' 2>/dev/null; then
+requirements="$root/tests/python/requirements.txt"
+if ! "$venv/bin/pip" install --disable-pip-version-check --dry-run --no-deps \
+    -r "$requirements" 2>/dev/null | grep -q '^Would install' &&
+   "$venv/bin/python" -c 'import mcp' 2>/dev/null; then
+  : # the pinned SDK is already there
+else
   log "installing the Python MCP SDK into .venv"
-  python3 -m venv "$venv"
-  "$venv/bin/pip" install --quiet --disable-pip-version-check 'mcp>=1.20,<2'
+  [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+  "$venv/bin/pip" install --quiet --disable-pip-version-check -r "$requirements"
 fi
 
 # --- PostgreSQL for the Postgres task-store tests ------------------------------------

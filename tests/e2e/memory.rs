@@ -15,7 +15,7 @@ use cyberos_mcp_bridge::ports::MemoryClient;
 use crate::support::assert_envelope;
 use crate::support::binary::Bridge;
 use crate::support::fakes::InMemoryAudit;
-use crate::support::memory_server::{Fault, MemoryServer, refused_url};
+use crate::support::memory_server::{ERROR_BODY_SECRETS, Fault, MemoryServer, refused_url};
 
 fn ctx(tenant: &str) -> CallCtx {
     CallCtx {
@@ -288,16 +288,33 @@ fn a_missing_audit_entry_leaks_nothing() {
     let data = assert_envelope(&resp, -32602, "input_validation");
     assert_eq!(resp["error"]["message"], "audit entry not found");
     let text = resp.to_string();
-    for leak in [
-        "SECRET-BODY-BYTES",
-        "m-secret-7",
-        "m-does-not-exist",
-        "bob",
-        "127.0.0.1",
-    ] {
+    let other = ["SECRET-BODY-BYTES", "m-does-not-exist", "bob", "127.0.0.1"];
+    for leak in ERROR_BODY_SECRETS.iter().chain(&other) {
         assert!(!text.contains(leak), "{leak} leaked: {text}");
     }
     assert_eq!(data["trace_id"].as_str().unwrap().len(), 32);
+}
+
+#[test]
+fn a_failing_memory_service_leaks_nothing_of_its_error_body() {
+    let server = MemoryServer::start();
+    server.set_fault(Fault::ServerError);
+    let mut b = Bridge::initialized(&["--memory-url", &server.url]);
+    for resp in [
+        b.call("cyberos.memory.read_audit", json!({"audit_id": "m-1"})),
+        b.call("cyberos.memory.read_audit", json!({"kind": "decision"})),
+        b.request(
+            "tools/call",
+            json!({"name": "cyberos.memory.append_audit", "arguments": {"kind": "decision", "body": {}},
+                   "_meta": {"com.cyberos/confirmed": true}}),
+        ),
+    ] {
+        assert_envelope(&resp, -32050, "upstream_unavailable");
+        let text = resp.to_string();
+        for leak in ERROR_BODY_SECRETS.iter().chain(&["boom", "127.0.0.1"]) {
+            assert!(!text.contains(leak), "{leak} leaked: {text}");
+        }
+    }
 }
 
 #[test]

@@ -11,6 +11,22 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use serde_json::{Value, json};
 
+/// Bytes the service puts in its error bodies, as a real one might (internal ids, paths,
+/// credentials): none may reach a client of the bridge (criterion 22).
+pub const ERROR_BODY_SECRETS: [&str; 4] = [
+    "SECRET-ERROR-BYTES",
+    "/srv/memory/audit.db",
+    "password=hunter2",
+    "m-secret-7",
+];
+
+fn secret_detail(what: &str) -> String {
+    format!(
+        "{what}: {} (row m-secret-7 in /srv/memory/audit.db, dsn postgres://memory:password=hunter2@db)",
+        ERROR_BODY_SECRETS[0]
+    )
+}
+
 /// How the server misbehaves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Fault {
@@ -111,7 +127,13 @@ async fn fault(state: &Arc<Mutex<Inner>>, headers: &HeaderMap) -> Option<Respons
     };
     match f {
         Fault::None => None,
-        Fault::ServerError => Some((StatusCode::INTERNAL_SERVER_ERROR, "boom").into_response()),
+        Fault::ServerError => Some(
+            (
+                StatusCode::INTERNAL_SERVER_ERROR,
+                axum::Json(json!({"error": "internal", "detail": secret_detail("boom")})),
+            )
+                .into_response(),
+        ),
         Fault::FailOnce => Some((StatusCode::SERVICE_UNAVAILABLE, "try again").into_response()),
         Fault::Slow(d) => {
             tokio::time::sleep(d).await;
@@ -182,7 +204,7 @@ async fn one(
         Some((_, _, e)) => axum::Json(e.clone()).into_response(),
         None => (
             StatusCode::NOT_FOUND,
-            axum::Json(json!({"error": "not_found"})),
+            axum::Json(json!({"error": "not_found", "detail": secret_detail("no such entry")})),
         )
             .into_response(),
     }
