@@ -9,6 +9,7 @@ mod http;
 mod identity;
 mod memory;
 mod pipeline_mocks;
+mod seed_bounds;
 mod short_tools;
 mod stdio_binary;
 mod support;
