@@ -79,17 +79,20 @@ fn parse_hex<const N: usize>(s: &str) -> Option<[u8; N]> {
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct TenantId(uuid::Uuid);
 
-/// The tenant id was not a UUID.
+/// The tenant id was not a UUID, or was the nil UUID.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("tenant id is not a UUID")]
 pub struct ParseTenantIdError;
 
 impl TenantId {
-    /// Parses the hyphenated UUID form.
+    /// Parses the hyphenated UUID form. The nil UUID is nobody's tenant: an identity
+    /// provider that fills the claim with zeros must not make a shared tenant of them.
     pub fn parse(s: &str) -> Result<TenantId, ParseTenantIdError> {
         uuid::Uuid::try_parse(s)
+            .ok()
+            .filter(|u| !u.is_nil())
             .map(TenantId)
-            .map_err(|_| ParseTenantIdError)
+            .ok_or(ParseTenantIdError)
     }
 
     /// The UUID.
@@ -218,6 +221,12 @@ impl Timestamp {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_nil_uuid_is_not_a_tenant() {
+        assert!(TenantId::parse("00000000-0000-0000-0000-000000000000").is_err());
+        assert!(TenantId::parse("00000000-0000-4000-8000-000000000001").is_ok());
+    }
 
     #[test]
     fn timestamps_round_trip_through_rfc3339() {

@@ -269,8 +269,9 @@ impl CuoRunner for ProcessCuoRunner {
 
     async fn check(&self) -> Result<(), DomainError> {
         let ctx = CallCtx {
-            tenant: TenantId::parse("00000000-0000-0000-0000-000000000000")
-                .expect("the nil UUID parses"),
+            // A placeholder no identity provider issues (the nil UUID is refused).
+            tenant: TenantId::parse("00000000-0000-4000-8000-000000000000")
+                .expect("a fixed UUID parses"),
             actor: "cyberos-mcp-bridge check".into(),
             trace_id: TraceId::from_bytes([1; 16]),
             span_id: [1; 8],
