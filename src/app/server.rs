@@ -174,7 +174,7 @@ fn initialize(
     let version = params.protocol_version.as_deref();
     if !version.is_some_and(is_supported_request) {
         let echoed = match version {
-            Some(v) if v.len() <= 64 => Value::String(v.into()),
+            Some(v) if v.len() <= 64 => Value::String(crate::lines::clip(v, 64).into_owned()),
             _ => Value::Null,
         };
         return Err(RpcError::protocol(

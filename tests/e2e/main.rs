@@ -5,6 +5,7 @@ mod contracts;
 mod cuo;
 mod cuo_runner;
 mod dispatch;
+mod hardening;
 mod http;
 mod identity;
 mod memory;

@@ -9,12 +9,15 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::process::Command;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use crate::lines::{Line, LineReader};
+
+/// The longest CUO stderr line logged whole.
+const STDERR_LINE: usize = 2000;
 
 /// Longest line accepted from a child (CONTRACT §8).
 pub const MAX_CHILD_LINE: usize = 8 * 1024 * 1024;
@@ -208,10 +211,22 @@ impl ChildCommand {
             reader_conn.lock().clear();
         });
 
+        // The child's stderr goes to the log line by line, drained to EOF whatever it
+        // writes: bounded lines (a longer one is noted and skipped), any bytes decoded
+        // lossily, escapes and bidi characters shown inert.
         tokio::spawn(async move {
-            let mut lines = BufReader::new(stderr).lines();
-            while let Ok(Some(line)) = lines.next_line().await {
-                tracing::info!(target: "cuo", pid = pgid, "{}", crate::lines::truncate(&line, 2000));
+            let mut lines = LineReader::new(BufReader::new(stderr), STDERR_LINE);
+            loop {
+                match lines.next_line().await {
+                    Ok(Line::Frame(bytes)) => {
+                        let text = String::from_utf8_lossy(&bytes);
+                        tracing::info!(target: "cuo", pid = pgid, "{}", crate::lines::clip(&text, STDERR_LINE));
+                    }
+                    Ok(Line::TooLong) => {
+                        tracing::info!(target: "cuo", pid = pgid, "(a stderr line over {STDERR_LINE} bytes, skipped)");
+                    }
+                    Ok(Line::Eof) | Err(_) => break,
+                }
             }
         });
 

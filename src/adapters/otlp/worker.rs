@@ -117,7 +117,7 @@ async fn export_all<E: SpanExporter>(
 /// A user-safe reason: the exporter's error text names the endpoint at most.
 fn failure_text(e: &OTelSdkError) -> String {
     let text = e.to_string();
-    crate::lines::truncate(&text, 200).to_owned()
+    crate::lines::clip(&text, 200).into_owned()
 }
 
 /// When the dropped-span warning was last logged, and at what count.

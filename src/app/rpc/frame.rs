@@ -384,7 +384,7 @@ mod proptests {
                         Method::Unknown(n) => n.clone(),
                         known => known.name().to_owned(),
                     };
-                    prop_assert_eq!(name, crate::lines::truncate(&method, 64));
+                    prop_assert_eq!(name, crate::lines::clip(&method, 64));
                 }
                 (1, Ok(Incoming::Notification(_))) => {}
                 (2, Ok(Incoming::Response(r))) => {

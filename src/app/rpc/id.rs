@@ -40,7 +40,7 @@ impl RequestId {
         match self {
             RequestId::Int(i) => i.to_string(),
             RequestId::UInt(u) => u.to_string(),
-            RequestId::Str(s) => crate::lines::truncate(s, 128).to_owned(),
+            RequestId::Str(s) => crate::lines::clip(s, 128).into_owned(),
         }
     }
 }

@@ -140,7 +140,7 @@ impl Method {
                 )),
             }),
             "server/discover" => Method::Discover,
-            other => Method::Unknown(crate::lines::truncate(other, 64).to_owned()),
+            other => Method::Unknown(crate::lines::clip(other, 64).into_owned()),
         }
     }
 

@@ -116,20 +116,20 @@ impl CallSpan {
     }
 
     /// Records the tool the call asked for (a known tool's name, or the unknown name as
-    /// sent, shortened).
+    /// sent, shortened and made inert).
     pub fn tool(&self, name: &str) {
-        let name = crate::lines::truncate(name, 128);
         if !self.timed.otel {
             return;
         }
+        let name = crate::lines::clip(name, 128).into_owned();
         let span = &self.timed.span;
         // MCP semantic conventions: "{method} {tool}". The OTel span has started (its ids
         // were needed), so the name is changed on it directly.
         span.context()
             .span()
             .update_name(format!("tools/call {name}"));
-        span.set_attribute("cyberos.tool_name", name.to_owned());
-        span.set_attribute("gen_ai.tool.name", name.to_owned());
+        span.set_attribute("cyberos.tool_name", name.clone());
+        span.set_attribute("gen_ai.tool.name", name);
     }
 
     /// Records the tenant once its token is verified.

@@ -13,7 +13,7 @@ use crate::app::session::Session;
 use crate::app::telemetry::{CallSpan, Outcome};
 use crate::app::{App, ToolErrors};
 use crate::domain::{CallCtx, DomainError, ErrorClass, Principal, Tool};
-use crate::lines::truncate;
+use crate::lines::clip;
 
 /// Answers one `tools/call` inside its span.
 pub async fn call(
@@ -39,7 +39,7 @@ pub async fn call(
         // MCP: an unknown tool is a protocol error, whatever --tool-errors says.
         return Err(RpcError::protocol(
             INVALID_PARAMS,
-            format!("unknown tool: {}", truncate(&call.name, 128)),
+            format!("unknown tool: {}", clip(&call.name, 128)),
             "Call tools/list to see the available tools.",
             trace,
         ));
@@ -123,10 +123,7 @@ async fn run_tool(
 /// Decodes validated arguments into a handler's `Args`.
 fn decode<T: DeserializeOwned>(args: &Value) -> Result<T, DomainError> {
     T::deserialize(args).map_err(|e| {
-        DomainError::invalid(format!(
-            "invalid arguments: {}",
-            truncate(&e.to_string(), 200)
-        ))
+        DomainError::invalid(format!("invalid arguments: {}", clip(&e.to_string(), 200)))
     })
 }
 

@@ -76,7 +76,7 @@ async fn check_confirmation_token(
 
 /// Asks the user with a form elicitation; only an explicit "yes" confirms.
 async fn elicit(session: &Session, tool: Tool, args: &Value) -> Result<Confirmation, DomainError> {
-    let summary = crate::lines::truncate(&args.to_string(), 500).to_owned();
+    let summary = crate::lines::clip(&args.to_string(), 500).into_owned();
     let params = json!({
         "mode": "form",
         "message": format!("Allow {} to run with these arguments? {summary}", tool.spec().title),

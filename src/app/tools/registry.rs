@@ -4,7 +4,7 @@
 use serde_json::{Value, json};
 
 use crate::domain::{DomainError, Tool, ToolSpec};
-use crate::lines::truncate;
+use crate::lines::clip;
 
 /// The compiled tool catalogue: one argument validator per tool, built once, and the
 /// `tools/list` result.
@@ -64,14 +64,14 @@ impl Registry {
             jsonschema::error::ValidationErrorKind::Required { property } => {
                 let name = property.as_str().unwrap_or_default();
                 (
-                    format!("missing required argument '{}'", truncate(name, 64)),
+                    format!("missing required argument '{}'", clip(name, 64)),
                     format!("{path}/{}", escape(name)),
                 )
             }
             jsonschema::error::ValidationErrorKind::AdditionalProperties { unexpected } => {
                 let name = unexpected.first().map(String::as_str).unwrap_or_default();
                 (
-                    format!("unknown argument '{}'", truncate(name, 64)),
+                    format!("unknown argument '{}'", clip(name, 64)),
                     format!("{path}/{}", escape(name)),
                 )
             }
@@ -83,11 +83,7 @@ impl Registry {
                     path.as_str()
                 };
                 (
-                    format!(
-                        "invalid value at {}: {}",
-                        truncate(at, 128),
-                        truncate(&detail, 200)
-                    ),
+                    format!("invalid value at {}: {}", clip(at, 128), clip(&detail, 200)),
                     path.clone(),
                 )
             }

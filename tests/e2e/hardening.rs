@@ -1,0 +1,95 @@
+//! Hostile and unlucky inputs (#14): each test fails on the bridge before its fix.
+
+use std::time::Instant;
+
+use serde_json::json;
+
+use crate::support::binary::binary;
+use crate::support::http_server::Server;
+
+const TENANT: &str = "00000000-0000-4000-8000-0000000000aa";
+
+/// What a terminal or a log viewer would act on or reorder.
+fn inert(text: &str) -> bool {
+    !text.chars().any(|c| {
+        (c.is_control() && c != '\n')
+            || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+    })
+}
+
+#[tokio::test]
+async fn client_strings_come_back_escaped_in_messages_and_logs() {
+    let s = Server::start(&[]);
+    let token = s.token(TENANT, None);
+    let evil = "x\u{1b}[2J\u{7}\u{202e}lave\r\nforged: line";
+    let tool = s.call(&token, evil, json!({})).await;
+    let message = tool["error"]["message"].as_str().unwrap().to_owned();
+    assert!(message.starts_with("unknown tool: x"), "{message}");
+    let method = s.rpc(&token, 2, evil, json!({})).await;
+    let arg = s
+        .call(&token, "cyberos.skill.list_skills", json!({ evil: 1 }))
+        .await;
+    for resp in [&tool, &method, &arg] {
+        let text = resp["error"]["message"].as_str().unwrap();
+        assert!(inert(text), "raw control or bidi characters: {text:?}");
+        assert!(
+            text.contains("\\u{001b}") || text.contains("\\u{202e}"),
+            "{text:?}"
+        );
+    }
+    let log = s.log();
+    assert!(inert(&log), "raw control or bidi characters in the log");
+    assert!(
+        !log.contains("\nforged: line"),
+        "a client string forged a log line"
+    );
+}
+
+#[tokio::test]
+async fn cuo_stderr_is_drained_whatever_it_writes() {
+    // Before serving, the child writes 64 MiB without a newline, a line that is not
+    // UTF-8, escapes, and 1 MiB of ordinary lines: more than a pipe holds, so a bridge
+    // that stops draining (or buffers a line whole) hangs the child or grows by 64 MiB.
+    let script = format!(
+        "head -c 67108864 /dev/zero | tr '\\000' x >&2; printf '\\n\\377\\376 not utf-8\\n\\033[31mred\\r\\n' >&2; \
+         yes 'an ordinary log line' | head -c 1048576 >&2; exec '{}' cuo-runner",
+        binary()
+    );
+    let command = shell_words::join(["sh", "-c", &script]);
+    let s = Server::start(&["--cuo-command", &command]);
+    let token = s.token(TENANT, None);
+    let started = Instant::now();
+    let resp = s.call(&token, "cyberos.cuo.list_personas", json!({})).await;
+    assert!(
+        resp["result"]["structuredContent"]["personas"].is_array(),
+        "{resp} after {:?}\n{}",
+        started.elapsed(),
+        tail(&s.log())
+    );
+    let hwm_kib = peak_rss_kib(s.pid());
+    assert!(
+        hwm_kib < 60 * 1024,
+        "peak RSS {hwm_kib} KiB: the long line was buffered"
+    );
+    let log = s.log();
+    assert!(log.contains("an ordinary log line"), "{}", tail(&log));
+    assert!(
+        log.contains("not utf-8"),
+        "the non-UTF-8 line is logged lossily"
+    );
+    assert!(inert(&log), "raw escapes from the child reached the log");
+}
+
+fn tail(log: &str) -> String {
+    let lines: Vec<&str> = log.lines().collect();
+    lines[lines.len().saturating_sub(20)..].join("\n")
+}
+
+fn peak_rss_kib(pid: i32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap()
+}
