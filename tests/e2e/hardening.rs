@@ -93,3 +93,42 @@ fn peak_rss_kib(pid: i32) -> u64 {
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
         .unwrap()
 }
+
+#[tokio::test]
+async fn a_repeated_single_value_header_is_refused() {
+    let s = Server::start(&[]);
+    let good = s.token(TENANT, None);
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}).to_string();
+    for (name, first, second) in [
+        (
+            "authorization",
+            format!("Bearer {good}"),
+            "Bearer forged".to_owned(),
+        ),
+        (
+            "mcp-protocol-version",
+            "2025-11-25".into(),
+            "2025-06-18".into(),
+        ),
+        (
+            "content-type",
+            "application/json".into(),
+            "text/plain".into(),
+        ),
+    ] {
+        let mut req = s
+            .client
+            .post(s.url("/mcp"))
+            .header("accept", "application/json")
+            .body(body.clone());
+        if name != "authorization" {
+            req = req.header("authorization", format!("Bearer {good}"));
+        }
+        if name != "content-type" {
+            req = req.header("content-type", "application/json");
+        }
+        let reply = s.send(req.header(name, first).header(name, second)).await;
+        assert_eq!(reply.status, 400, "{name}: {}", reply.json());
+        assert_eq!(reply.json()["error"]["data"]["class"], "input_validation");
+    }
+}

@@ -8,6 +8,30 @@ use axum::response::Response;
 use super::origin::{Origin, OriginPolicy};
 use super::reply;
 
+/// Headers that carry one value: a request with two of any is refused (400), so no check
+/// reads one copy while another part of the stack reads the other.
+const SINGLE: [axum::http::HeaderName; 5] = [
+    axum::http::header::AUTHORIZATION,
+    axum::http::header::HOST,
+    axum::http::header::ORIGIN,
+    CONTENT_TYPE,
+    axum::http::HeaderName::from_static("mcp-protocol-version"),
+];
+
+/// The first single-value header the request repeats, if any.
+pub fn duplicated(headers: &HeaderMap) -> Option<&'static str> {
+    SINGLE
+        .iter()
+        .find(|name| headers.get_all(*name).iter().nth(1).is_some())
+        .map(|name| match name.as_str() {
+            "authorization" => "Authorization",
+            "host" => "Host",
+            "origin" => "Origin",
+            "content-type" => "Content-Type",
+            _ => "MCP-Protocol-Version",
+        })
+}
+
 /// The Origin and Host checks (403).
 pub fn admit(policy: &OriginPolicy, origin: Origin, headers: &HeaderMap) -> Option<Response> {
     if origin == Origin::Denied {
@@ -118,6 +142,18 @@ mod tests {
         assert!(!acc("application/json;q=0").any());
         assert!(acc("text/event-stream").sse);
         assert!(Accept::parse(&HeaderMap::new()).json);
+    }
+
+    #[test]
+    fn repeated_single_value_headers_are_found() {
+        let auth = axum::http::header::AUTHORIZATION;
+        let once = headers(&[(auth.clone(), "Bearer a"), (ACCEPT, "a/b"), (ACCEPT, "c/d")]);
+        assert_eq!(duplicated(&once), None);
+        let twice = headers(&[(auth.clone(), "Bearer a"), (auth, "Bearer b")]);
+        assert_eq!(duplicated(&twice), Some("Authorization"));
+        let name = axum::http::HeaderName::from_static("mcp-protocol-version");
+        let twice = headers(&[(name.clone(), "2025-11-25"), (name, "2025-11-25")]);
+        assert_eq!(duplicated(&twice), Some("MCP-Protocol-Version"));
     }
 
     #[test]

@@ -76,6 +76,14 @@ async fn answer(
     body: Body,
     parent: Option<telemetry::Parent>,
 ) -> Response {
+    if let Some(name) = gate::duplicated(&parts.headers) {
+        return reply::protocol(
+            StatusCode::BAD_REQUEST,
+            INVALID_REQUEST,
+            format!("the {name} header appears more than once"),
+            "Send each of Authorization, Host, Origin, Content-Type and MCP-Protocol-Version at most once.",
+        );
+    }
     let origin = parts
         .extensions
         .get::<Origin>()
