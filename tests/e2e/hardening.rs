@@ -132,3 +132,56 @@ async fn a_repeated_single_value_header_is_refused() {
         assert_eq!(reply.json()["error"]["data"]["class"], "input_validation");
     }
 }
+
+/// `/readyz` is unauthenticated: a flood of probes costs one store check a second.
+#[tokio::test]
+async fn readiness_probes_share_one_store_check_a_second() {
+    use crate::support::mocks::MockPorts;
+    use axum::body::Body;
+    use cyberos_mcp_bridge::app::http::{HttpSettings, Limits, OriginPolicy, router};
+    use cyberos_mcp_bridge::app::identity::{Identity, StdioToken};
+    use cyberos_mcp_bridge::app::{App, Settings};
+    use std::sync::Arc;
+    use tower::ServiceExt;
+
+    let mut ports = MockPorts::default();
+    // Exactly one check for the burst below, then one more once the answer is stale.
+    ports.tasks.expect_check().times(2).returning(|| Ok(()));
+    let identity = Identity::new(
+        Arc::new(crate::support::fakes::StaticTokens),
+        StdioToken::None,
+    );
+    let app = App::new(ports.into_ports(), Settings::default(), identity);
+    let settings = HttpSettings {
+        public_url: "http://127.0.0.1:3000/mcp".into(),
+        policy: OriginPolicy {
+            loopback: true,
+            public_origin: "http://127.0.0.1:3000".into(),
+            cors: vec![],
+        },
+        authorization_servers: vec![],
+        limits: Limits::from_env().unwrap(),
+    };
+    let routes = router(app, settings, tokio_util::sync::CancellationToken::new());
+    let probe = |routes: axum::Router| async move {
+        let req = axum::http::Request::get("/readyz")
+            .header("host", "127.0.0.1:3000")
+            .body(Body::empty())
+            .unwrap();
+        routes.oneshot(req).await.unwrap().status().as_u16()
+    };
+    let burst: Vec<_> = (0..50)
+        .map(|_| tokio::spawn(probe(routes.clone())))
+        .collect();
+    for p in burst {
+        assert_eq!(p.await.unwrap(), 200);
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    assert_eq!(
+        probe(routes.clone()).await,
+        200,
+        "a stale answer is checked again"
+    );
+    // Dropping the router drops the mock, which checks the count.
+    drop(routes);
+}

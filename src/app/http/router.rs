@@ -30,6 +30,9 @@ use crate::app::config::{Config, ConfigError};
 use crate::app::rpc::INVALID_REQUEST;
 use crate::domain::Scope;
 
+/// How long a `/readyz` answer is reused.
+const READY_FOR: Duration = Duration::from_secs(1);
+
 /// The root RFC 9728 document path.
 const WELL_KNOWN: &str = "/.well-known/oauth-protected-resource";
 
@@ -121,6 +124,7 @@ pub fn router(app: App, settings: HttpSettings, shutdown: CancellationToken) -> 
         gauges: Gauges::new(&settings.limits),
         limits: settings.limits,
         shutdown,
+        ready: tokio::sync::Mutex::new(None),
     });
     let mut routes = Router::new()
         .route("/mcp", any(mcp::endpoint))
@@ -230,10 +234,25 @@ async fn readyz(State(s): State<Arc<Shared>>, method: Method) -> Response {
     if s.shutdown.is_cancelled() {
         return reply::json(StatusCode::SERVICE_UNAVAILABLE, r#"{"status":"stopping"}"#);
     }
-    let check = tokio::time::timeout(Duration::from_secs(2), s.app.ports().tasks.check()).await;
-    match check {
-        Ok(Ok(())) => reply::json(StatusCode::OK, r#"{"status":"ok"}"#),
-        _ => reply::json(
+    // Unauthenticated, so it must cost little: the answer is kept for READY_FOR, and while
+    // one check runs, concurrent probes wait for it (the lock is held across the check on
+    // purpose) instead of each opening a store transaction.
+    let ready = {
+        let mut last = s.ready.lock().await;
+        match *last {
+            Some((at, ready)) if at.elapsed() < READY_FOR => ready,
+            _ => {
+                let check =
+                    tokio::time::timeout(Duration::from_secs(2), s.app.ports().tasks.check());
+                let ready = matches!(check.await, Ok(Ok(())));
+                *last = Some((tokio::time::Instant::now(), ready));
+                ready
+            }
+        }
+    };
+    match ready {
+        true => reply::json(StatusCode::OK, r#"{"status":"ok"}"#),
+        false => reply::json(
             StatusCode::SERVICE_UNAVAILABLE,
             r#"{"status":"unavailable","reason":"the task store does not answer"}"#,
         ),

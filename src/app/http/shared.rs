@@ -19,4 +19,6 @@ pub(crate) struct Shared {
     pub(super) limits: Limits,
     pub(super) gauges: Gauges,
     pub(super) shutdown: CancellationToken,
+    /// The last `/readyz` answer and when it was found.
+    pub(super) ready: tokio::sync::Mutex<Option<(tokio::time::Instant, bool)>>,
 }

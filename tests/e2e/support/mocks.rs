@@ -280,7 +280,7 @@ pub struct MockPorts {
 }
 
 impl MockPorts {
-    fn into_ports(self) -> Ports {
+    pub fn into_ports(self) -> Ports {
         Ports {
             tasks: Arc::new(Port(self.tasks)),
             cuo: Arc::new(Port(self.cuo)),
