@@ -2,14 +2,14 @@
 //! the task cap, and a client that never finishes its headers.
 
 use std::io::{Read, Write};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
+use tokio::sync::oneshot;
 
 use super::{LOCAL, OTHER, adr, start_task};
 use crate::support::binary::paced;
-use crate::support::http_server::{Server, error_body, rpc};
+use crate::support::http_server::{Server, error_body, open_stream, read, rpc};
 
 #[tokio::test]
 async fn tools_calls_beyond_the_tenant_rate_get_429_with_retry_after() {
@@ -42,22 +42,31 @@ async fn tools_calls_beyond_the_tenant_rate_get_429_with_retry_after() {
 #[tokio::test]
 async fn requests_beyond_the_concurrency_limit_are_shed_with_503() {
     let paced = paced(2000);
-    let s = Arc::new(Server::start_env(
+    let s = Server::start_env(
         &["--cuo-command", &paced],
         &[("CYBEROS_HTTP_MAX_INFLIGHT", "1")],
-    ));
+    );
     let t = s.token(LOCAL, None);
     let id = start_task(&s, &t).await;
-    // A waiting tasks/result holds the only slot.
+    // A waiting tasks/result holds the only slot: wait until the server streams it.
+    let (head_tx, head) = oneshot::channel();
     let waiting = {
-        let (s, t) = (Arc::clone(&s), t.clone());
+        let (client, url, t) = (s.client.clone(), s.url("/mcp"), t.clone());
+        let body = rpc(1, "tasks/result", json!({"taskId": id}));
         tokio::spawn(async move {
-            s.post(Some(&t), &rpc(1, "tasks/result", json!({"taskId": id})))
-                .await
-                .status
+            let resp = open_stream(&client, url, &t, &body).await;
+            let _ = head_tx.send(resp.headers().get("content-type").cloned());
+            read(resp).await.status
         })
     };
-    tokio::time::sleep(Duration::from_millis(700)).await;
+    let head = tokio::time::timeout(Duration::from_secs(10), head)
+        .await
+        .expect("the response head in time")
+        .unwrap();
+    assert_eq!(
+        head.as_ref().map(|v| v.as_bytes()),
+        Some(&b"text/event-stream"[..])
+    );
     let shed = s.post(Some(&t), &rpc(2, "tools/list", json!({}))).await;
     error_body(&shed, 503, -32050, "upstream_unavailable");
     assert_eq!(shed.header("retry-after"), Some("1"));

@@ -3,12 +3,13 @@
 use std::time::Duration;
 
 use serde_json::{Value, json};
+use tokio::sync::oneshot;
 
 use super::{LOCAL, start_task};
 use crate::support::assert_envelope;
 use crate::support::binary::paced;
 use crate::support::collector::{Collector, hex};
-use crate::support::http_server::{Server, read, rpc};
+use crate::support::http_server::{Server, open_stream, read, rpc};
 
 #[tokio::test]
 async fn sigterm_ends_waiting_streams_drains_and_exits_zero() {
@@ -16,25 +17,23 @@ async fn sigterm_ends_waiting_streams_drains_and_exits_zero() {
     let mut s = Server::start(&["--cuo-command", &paced]);
     let t = s.token(LOCAL, None);
     let id = start_task(&s, &t).await;
-    let client = s.client.clone();
-    let url = s.url("/mcp");
-    let body = rpc(1, "tasks/result", json!({"taskId": id})).to_string();
-    let waiting = tokio::spawn({
-        let t = t.clone();
-        async move {
-            let resp = client
-                .post(url)
-                .header("content-type", "application/json")
-                .header("accept", "application/json, text/event-stream")
-                .header("authorization", format!("Bearer {t}"))
-                .body(body)
-                .send()
-                .await
-                .unwrap();
-            read(resp).await
-        }
+    let (client, url) = (s.client.clone(), s.url("/mcp"));
+    let body = rpc(1, "tasks/result", json!({"taskId": id}));
+    let (head_tx, head) = oneshot::channel();
+    let waiting = tokio::spawn(async move {
+        let resp = open_stream(&client, url, &t, &body).await;
+        let _ = head_tx.send(resp.headers().get("content-type").cloned());
+        read(resp).await
     });
-    tokio::time::sleep(Duration::from_millis(700)).await;
+    // Signal only once the server holds the waiting request: its SSE head is in.
+    let head = tokio::time::timeout(Duration::from_secs(10), head)
+        .await
+        .expect("the response head in time")
+        .unwrap();
+    assert_eq!(
+        head.as_ref().map(|v| v.as_bytes()),
+        Some(&b"text/event-stream"[..])
+    );
     s.sigterm();
     let reply = tokio::time::timeout(Duration::from_secs(15), waiting)
         .await

@@ -273,6 +273,26 @@ pub async fn read(resp: reqwest::Response) -> Reply {
     }
 }
 
+/// POSTs `body` to `url` as an MCP client does and returns once the response head is in,
+/// its body unread: for a request that may wait, a `text/event-stream` head shows the
+/// server holds it (a waiting request is answered as SSE only after a short while).
+pub async fn open_stream(
+    client: &reqwest::Client,
+    url: String,
+    token: &str,
+    body: &Value,
+) -> reqwest::Response {
+    client
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("authorization", format!("Bearer {token}"))
+        .body(body.to_string())
+        .send()
+        .await
+        .expect("a response head")
+}
+
 pub fn rpc(id: i64, method: &str, params: Value) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
 }

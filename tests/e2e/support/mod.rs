@@ -1,11 +1,12 @@
 //! Test harnesses and doubles, shared by the scenario modules: the built binary over
-//! stdio (`binary`) and over HTTP (`http_server`), the library over an in-memory pipe
-//! (`in_process`), fakes behind the ports (`fakes`), real servers for the upstreams
-//! (`memory_server`, `collector`), the MCP schema check (`schema`) and the Postgres
-//! test databases (`pg`).
+//! stdio (`binary`) and over HTTP (`http_server`), the CUO children it starts
+//! (`cuo_children`), the library over an in-memory pipe (`in_process`), fakes behind the
+//! ports (`fakes`), real servers for the upstreams (`memory_server`, `collector`), the MCP
+//! schema check (`schema`) and the Postgres test databases (`pg`).
 
 pub mod binary;
 pub mod collector;
+pub mod cuo_children;
 pub mod cuo_runner;
 pub mod fakes;
 pub mod http_server;

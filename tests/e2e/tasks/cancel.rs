@@ -1,25 +1,95 @@
-//! Cancellation: the run is killed with its process group and the task stays cancelled.
+//! Cancellation: the run's child (and everything it started) dies with the cancel, the
+//! run has no further effect, and the task stays cancelled.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use serde_json::json;
+use serde_json::{Value, json};
 
-use super::{ADR, args, get_seed, start, stores, wait_gone};
-use crate::support::binary::{Bridge, paced};
+use super::{ADR, args, get_seed, start, stores, wait_status};
+use crate::support::binary::Bridge;
+use crate::support::cuo_children::{recording_runner, wait_children, wait_gone};
 use crate::support::{alive, assert_envelope};
 
+/// Each workflow step of the cancelled run and its sibling takes this long, so a run
+/// cancelled after its first step still has about `2 * PACE_MS` of work left.
+const PACE_MS: u64 = 1500;
+/// How long the cancelled run's child may take to die: well under what it has left.
+const DIES_WITHIN: Duration = Duration::from_millis(2000);
+
+/// Waits until the run has reported its first step (the task's message moves on from
+/// "started"): the run is in flight, not merely created.
+fn wait_first_step(b: &mut Bridge, id: &str) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let got = b.request("tasks/get", json!({"taskId": id}));
+        let message = &got["result"]["statusMessage"];
+        if message.is_string() && message != "started" {
+            return;
+        }
+        assert!(Instant::now() < deadline, "no first step: {got}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The subjects of the `plugin.invoked` audit rows: one per workflow run that finished.
+fn audited(b: &mut Bridge) -> Vec<Value> {
+    let page = b.call(
+        "cyberos.memory.read_audit",
+        json!({"kind": "plugin.invoked"}),
+    );
+    page["result"]["structuredContent"]["entries"]
+        .as_array()
+        .unwrap_or_else(|| panic!("audit entries: {page}"))
+        .iter()
+        .map(|e| e["subject"].clone())
+        .collect()
+}
+
 #[test]
-fn cancel_kills_the_run_and_the_task_stays_cancelled() {
+fn cancel_kills_the_runs_child_and_the_run_never_finishes() {
     for store in stores() {
-        let mut b = Bridge::initialized(&args(&store, &["--cuo-command", &paced(5000)]));
+        let dir = tempfile::tempdir().unwrap();
+        let pids = dir.path().join("pids");
+        let cuo = recording_runner(PACE_MS, &pids);
+        let mut b = Bridge::initialized(&args(&store, &["--cuo-command", &cuo]));
+        // The shared child for short calls starts first; then each run gets its own.
+        let personas = b.call("cyberos.cuo.list_personas", json!({}));
+        assert!(personas["result"].is_object(), "{personas}");
+        let shared = wait_children(&pids, 1, Duration::from_secs(10))[0];
         let id = start(&mut b, ADR());
-        std::thread::sleep(Duration::from_millis(300));
+        let child = wait_children(&pids, 2, Duration::from_secs(10))[1];
+        wait_first_step(&mut b, &id);
+        // A sibling run with the same pacing, started later and never cancelled: once it
+        // has finished and been audited, a run that survived the cancel would have too.
+        let sibling = start(&mut b, ADR());
+        let sibling_child = wait_children(&pids, 3, Duration::from_secs(10))[2];
         let cancelled = b.request("tasks/cancel", json!({"id": id}));
         assert_eq!(cancelled["result"]["status"], "cancelled", "{cancelled}");
-        // The run would have finished by now; the status does not move.
-        std::thread::sleep(Duration::from_millis(500));
-        assert_eq!(get_seed(&mut b, &id)["result"]["status"], "cancelled");
+        // The child dies with the cancel, long before its remaining steps would end...
+        wait_gone(&[child], DIES_WITHIN);
+        // ...and only that child: the sibling's is still at work.
+        assert!(
+            alive(sibling_child) && alive(shared),
+            "the cancel killed other children too"
+        );
+        wait_status(&mut b, &sibling, "completed", Duration::from_secs(20));
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let rows = loop {
+            let rows = audited(&mut b);
+            if rows.contains(&json!(sibling)) {
+                break rows;
+            }
+            assert!(Instant::now() < deadline, "the sibling was never audited");
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        assert!(
+            !rows.contains(&json!(id)),
+            "the cancelled run went on and finished: {rows:?}"
+        );
+        let got = get_seed(&mut b, &id);
+        assert_eq!(got["result"]["status"], "cancelled", "{got}");
+        assert!(got["result"].get("output").is_none(), "{got}");
         let again = b.request("tasks/cancel", json!({"taskId": id}));
         assert_envelope(&again, -32602, "input_validation");
         let result = b.request("tasks/result", json!({"taskId": id}));
@@ -83,6 +153,6 @@ fn cancelling_a_skill_kills_its_child_and_grandchild() {
         assert!(pids.iter().all(|p| alive(*p)));
         let cancelled = b.request("tasks/cancel", json!({"taskId": id}));
         assert_eq!(cancelled["result"]["status"], "cancelled", "{cancelled}");
-        wait_gone(&pids);
+        wait_gone(&pids, Duration::from_secs(5));
     }
 }

@@ -15,7 +15,6 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::support::alive;
 use crate::support::binary::{Bridge, binary};
 
 pub(crate) const LOCAL: &str = "00000000-0000-4000-8000-000000000001";
@@ -77,14 +76,6 @@ pub(crate) fn wait_status(b: &mut Bridge, id: &str, want: &str, within: Duration
         );
         std::thread::sleep(Duration::from_millis(100));
     }
-}
-
-pub(crate) fn wait_gone(pids: &[i32]) {
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while pids.iter().any(|p| alive(*p)) && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    assert!(!pids.iter().any(|p| alive(*p)), "still running: {pids:?}");
 }
 
 pub(crate) fn dev_token(data_dir: &Path, tenant: &str) -> String {
