@@ -10,7 +10,7 @@ use serde_json::json;
 use cyberos_mcp_bridge::app::{Settings, ToolErrors};
 
 use crate::support::assert_envelope;
-use crate::support::fakes::Behaviour;
+use crate::support::fakes::{Behaviour, Phase};
 use crate::support::in_process::Client;
 
 #[tokio::test]
@@ -68,19 +68,21 @@ async fn a_slow_call_does_not_block_a_ping() {
 
 #[tokio::test]
 async fn a_cancelled_request_gets_no_response() {
+    // Far slower than the test's deadlines: only the cancel can end this call in time.
     let mut c = Client::start(
-        Behaviour::Slow(Duration::from_millis(1500)),
+        Behaviour::Slow(Duration::from_secs(60)),
         Settings::default(),
     )
     .await;
     c.send(json!({"jsonrpc": "2.0", "id": 10, "method": "tools/call",
                   "params": {"name": "cyberos.skill.list_skills", "arguments": {}}}))
         .await;
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    c.skills_phase(|p| p == Phase::Running).await;
     c.send(json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 10, "reason": "user"}}))
         .await;
-    // The ping after the slow call's would-be completion time is the next frame.
-    tokio::time::sleep(Duration::from_millis(1700)).await;
+    let ended = c.skills_phase(|p| p != Phase::Running).await;
+    assert_eq!(ended, Phase::Dropped, "the cancel abandons the call");
+    // Nothing can answer it any more: the next frame is the ping's.
     let pong = c.request(11, "ping", json!({})).await;
     assert_eq!(
         pong["id"], 11,

@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::{adr_params, far_deadline, rfc3339_in, with_ctx};
 use crate::support::cuo_runner::{Runner, error_of};
@@ -109,10 +109,16 @@ fn eof_exits_zero_even_in_the_middle_of_a_paced_run() {
     let mut r = Runner::spawn(&["--pace-ms", "10000"]);
     let request = json!({"jsonrpc": "2.0", "id": 1, "method": "workflow.execute",
         "params": adr_params(json!({"title": "t"}), &far_deadline())});
+    // The pipe delivers the request before EOF, so the runner has it when stdin closes;
+    // EOF while it paces abandons the run: no answer, and exit 0 at once.
     r.send_raw(format!("{request}\n").as_bytes());
-    std::thread::sleep(Duration::from_millis(200));
     let start = Instant::now();
     r.close_stdin();
     assert_eq!(r.wait_exit(Duration::from_secs(5)).code(), Some(0));
     assert!(start.elapsed() < Duration::from_secs(3));
+    assert_eq!(
+        r.rest(),
+        Vec::<Value>::new(),
+        "the abandoned run was answered"
+    );
 }

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use super::{far_deadline, rfc3339_in, with_ctx};
+use crate::support::cuo_children::wait_gone;
 use crate::support::cuo_runner::{Runner, error_of};
 
 /// A skill folder with a SKILL.md and, when `script` is given, an executable `run.sh`
@@ -112,10 +113,10 @@ fn a_failing_escaping_or_hanging_entrypoint_is_reported() {
     assert_eq!(error_of(&resp).0, -32602);
 
     // The script's background child must die too: it is in the script's process group.
-    let marker = dir.path().join("survived");
+    let pid_file = dir.path().join("background.pid");
     let script = format!(
-        "#!/bin/sh\n(sleep 3; touch '{}') &\nsleep 30\n",
-        marker.display()
+        "#!/bin/sh\nsleep 300 &\necho $! > '{}'\nsleep 30\n",
+        pid_file.display()
     );
     let hanging = skill_folder(dir.path(), "hanging", "", "x", Some(&script));
     let start = Instant::now();
@@ -127,9 +128,10 @@ fn a_failing_escaping_or_hanging_entrypoint_is_reported() {
         "{:?}",
         start.elapsed()
     );
-    std::thread::sleep(Duration::from_secs(4));
-    assert!(
-        !marker.exists(),
-        "a process of the killed entrypoint lived on"
-    );
+    let background: i32 = std::fs::read_to_string(&pid_file)
+        .expect("the entrypoint ran")
+        .trim()
+        .parse()
+        .unwrap();
+    wait_gone(&[background], Duration::from_secs(2));
 }

@@ -99,6 +99,15 @@ impl Runner {
         error_of(&resp)
     }
 
+    /// Every frame still to come, once the runner has exited (its stdout closed).
+    pub fn rest(&self) -> Vec<Value> {
+        let mut rest = Vec::new();
+        while let Ok(line) = self.frames.recv_timeout(WAIT) {
+            rest.push(serde_json::from_str(&line).expect("stdout carries only JSON"));
+        }
+        rest
+    }
+
     pub fn close_stdin(&mut self) {
         self.stdin = None;
     }

@@ -28,10 +28,36 @@ pub enum Behaviour {
     Broken,
 }
 
+/// Where the latest call into [`StaticSkills`] is, for tests that must know a call is in
+/// flight, or that it was abandoned (its future dropped) rather than finished.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    Idle,
+    Running,
+    Finished,
+    Dropped,
+}
+
+/// Turns a `Running` phase into `Dropped` when the call's future goes before it ends.
+struct PhaseGuard<'a>(&'a tokio::sync::watch::Sender<Phase>);
+
+impl Drop for PhaseGuard<'_> {
+    fn drop(&mut self) {
+        self.0.send_if_modified(|p| {
+            let running = *p == Phase::Running;
+            if running {
+                *p = Phase::Dropped;
+            }
+            running
+        });
+    }
+}
+
 /// A skill index over a fixed list.
 pub struct StaticSkills {
     pub skills: Vec<Skill>,
     pub behaviour: Behaviour,
+    pub phase: tokio::sync::watch::Sender<Phase>,
 }
 
 impl StaticSkills {
@@ -46,10 +72,20 @@ impl StaticSkills {
         StaticSkills {
             skills: vec![skill("alpha", "First skill"), skill("beta", "Second skill")],
             behaviour,
+            phase: tokio::sync::watch::Sender::new(Phase::Idle),
         }
     }
 
     async fn act(&self) -> Result<(), DomainError> {
+        self.phase.send_replace(Phase::Running);
+        let guard = PhaseGuard(&self.phase);
+        let result = self.behave().await;
+        self.phase.send_replace(Phase::Finished);
+        drop(guard);
+        result
+    }
+
+    async fn behave(&self) -> Result<(), DomainError> {
         match self.behaviour {
             Behaviour::Answer => Ok(()),
             Behaviour::Slow(d) => {

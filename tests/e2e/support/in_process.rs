@@ -16,7 +16,8 @@ use cyberos_mcp_bridge::domain::{Timestamp, Upstream};
 use cyberos_mcp_bridge::ports::Ports;
 
 use crate::support::fakes::{
-    Behaviour, FixedClock, InMemoryAudit, InMemoryLedger, ScriptedCuo, StaticSkills, StaticTokens,
+    Behaviour, FixedClock, InMemoryAudit, InMemoryLedger, Phase, ScriptedCuo, StaticSkills,
+    StaticTokens,
 };
 use crate::support::init_params;
 use crate::support::schema::check_frame;
@@ -26,6 +27,8 @@ pub(crate) struct Client {
     pub(crate) read: Lines<BufReader<tokio::io::ReadHalf<DuplexStream>>>,
     pub(crate) methods: std::collections::HashMap<String, String>,
     pub(crate) server: tokio::task::JoinHandle<std::io::Result<()>>,
+    /// Where the skill index's latest call is.
+    pub(crate) skills: Option<tokio::sync::watch::Receiver<Phase>>,
 }
 
 impl Client {
@@ -35,6 +38,8 @@ impl Client {
 
     /// A client whose stdio token is `token` (see `StaticTokens`).
     pub(crate) async fn start_as(skills: Behaviour, settings: Settings, token: &str) -> Client {
+        let skills = Arc::new(StaticSkills::new(skills));
+        let phase = skills.phase.subscribe();
         let ports = Ports {
             tasks: Arc::new(Unavailable::new(
                 Upstream::TaskStore,
@@ -42,7 +47,7 @@ impl Client {
             )),
             cuo: Arc::new(ScriptedCuo),
             memory: Arc::new(InMemoryAudit::default()),
-            skills: Arc::new(StaticSkills::new(skills)),
+            skills,
             clock: Arc::new(FixedClock(Timestamp::from_unix_millis(0))),
             ledger: Arc::new(InMemoryLedger::default()),
         };
@@ -62,6 +67,7 @@ impl Client {
             read: BufReader::new(read).lines(),
             methods: Default::default(),
             server,
+            skills: Some(phase),
         };
         let init = c.request(1, "initialize", init_params("2025-11-25")).await;
         assert_eq!(init["result"]["protocolVersion"], "2025-11-25");
@@ -78,6 +84,16 @@ impl Client {
             .write_all(format!("{msg}\n").as_bytes())
             .await
             .unwrap();
+    }
+
+    /// Waits (up to 5 s) until the skill index's latest call is in a phase `until` accepts,
+    /// and returns that phase.
+    pub(crate) async fn skills_phase(&mut self, until: impl Fn(Phase) -> bool) -> Phase {
+        let skills = self.skills.as_mut().expect("a client over StaticSkills");
+        let seen = tokio::time::timeout(Duration::from_secs(5), skills.wait_for(|p| until(*p)))
+            .await
+            .map(|p| *p.unwrap());
+        seen.unwrap_or_else(|_| panic!("the skill index stayed {:?}", *skills.borrow()))
     }
 
     pub(crate) async fn recv(&mut self) -> Value {

@@ -314,6 +314,7 @@ impl MockClient {
             read: BufReader::new(read).lines(),
             methods: Default::default(),
             server,
+            skills: None,
         };
         let init = c.request(1, "initialize", init_params("2025-11-25")).await;
         assert_eq!(init["result"]["protocolVersion"], "2025-11-25", "{init}");

@@ -1,12 +1,15 @@
 //! The `TaskStore` and `ConfirmationLedger` contracts (`contract`), run against the
 //! embedded SQLite store always (`sqlite`) and against Postgres when `DATABASE_URL` names
-//! an admin connection (with `CI=true` its absence fails the Postgres tests instead of
-//! skipping them). Each Postgres test works in a fresh database from
-//! `support::pg::TestDb`, migrated with `migrate` and dropped at the end. The
-//! Postgres-only tests show the contracts' extras, stop notifications, NUL characters and
-//! the store failing fast when the database is down (`postgres`), row-level security on
-//! the app role itself (`postgres_rls`), and the migration's idempotence, concurrency and
-//! a plain owner role (`postgres_migrate`).
+//! an admin connection (`support::pg::admin_url` decides: without it each Postgres test
+//! prints a `SKIPPED` line, with `CI=true` its absence fails them). Each Postgres test
+//! works in a fresh database from `support::pg::TestDb`, migrated with `migrate` as the
+//! admin and dropped at the end; its store logs in as a `NOINHERIT` role granted only
+//! `plugin_host_app`, so row-level security holds only through the store's own
+//! `SET LOCAL ROLE`. The Postgres-only tests show the contracts' extras, stop
+//! notifications, NUL characters and the store failing fast when the database is down
+//! (`postgres`), row-level security on the app role and on the store's login role
+//! (`postgres_rls`), and the migration's idempotence, concurrency and a plain owner role
+//! (`postgres_migrate`).
 
 mod contract;
 mod postgres;

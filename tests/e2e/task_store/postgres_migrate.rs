@@ -9,11 +9,11 @@ use cyberos_mcp_bridge::ports::TaskStore;
 
 use super::contract::{ledger_contract, task_store_contract};
 use super::random;
-use crate::support::pg::{TestDb, TestRole, admin_url, count, with_user};
+use crate::support::pg::{TestDb, TestRole, admin_url, count, test_name, with_user};
 
 #[tokio::test]
 async fn migrate_is_idempotent_and_concurrent_runs_all_succeed() {
-    let Some(db) = TestDb::empty().await else {
+    let Some(mut db) = TestDb::empty().await else {
         return;
     };
     let (r1, r2, r3) = tokio::join!(
@@ -53,6 +53,7 @@ async fn migrate_is_idempotent_and_concurrent_runs_all_succeed() {
         .await
         .unwrap();
     assert_eq!(before, after, "a second migrate changes nothing");
+    db.add_app_role().await;
     db.store().await.check().await.unwrap();
 
     // An applied migration edited afterwards is refused, not skipped.
@@ -74,10 +75,7 @@ async fn a_plain_owner_role_can_migrate_and_run_the_bridge_with_one_url() {
     };
     let role = TestRole {
         admin: admin.clone(),
-        name: format!(
-            "cyberos_test_owner_{}",
-            data_encoding::HEXLOWER.encode(&random::<6>())
-        ),
+        name: format!("{}_owner", test_name("test")),
     };
     let Some(db) = TestDb::empty().await else {
         return;

@@ -239,3 +239,86 @@ async fn the_app_role_cannot_bypass_rls_or_change_the_schema() {
         .unwrap_err();
     assert_eq!(sqlstate(&e), "42501", "{e}");
 }
+
+#[tokio::test]
+async fn the_store_login_role_sees_nothing_without_the_app_role_and_a_tenant() {
+    // The role every store in these tests logs in as (TestDb::store): NOINHERIT, a member
+    // of plugin_host_app only, so each privilege it has comes from SET ROLE, and RLS
+    // applies to it (the admin, a superuser, would bypass RLS).
+    let Some(db) = TestDb::migrated().await else {
+        return;
+    };
+    let store = db.store().await;
+    let a = tenant();
+    let t = running(a, 0, "inst-1");
+    assert!(store.create(&t).await.unwrap());
+    assert!(store.claim(&a, "jti", at(DAY * 365 * 100)).await.unwrap());
+    const TASKS: &str = "SELECT count(*) FROM plugin_host.tasks";
+    const CONFIRMATIONS: &str = "SELECT count(*) FROM plugin_host.used_confirmations";
+
+    let mut conn = db.app_connection().await;
+    let (sup, bypass, inherit, member): (bool, bool, bool, bool) = sqlx::query_as(
+        "SELECT rolsuper, rolbypassrls, rolinherit, pg_has_role(current_user, 'plugin_host_app', 'MEMBER')
+           FROM pg_roles WHERE rolname = current_user",
+    )
+    .fetch_one(&mut conn)
+    .await
+    .unwrap();
+    assert!(!sup && !bypass && !inherit && member);
+
+    // Without SET ROLE: no privilege at all.
+    for sql in [TASKS, CONFIRMATIONS] {
+        let e = count(&mut conn, sql).await.unwrap_err();
+        assert_eq!(sqlstate(&e), "42501", "{sql}: {e}");
+    }
+
+    // As plugin_host_app with auth.tenant_id unset: no rows, nothing to change, and no
+    // row may be written.
+    let mut tx = conn.begin().await.unwrap();
+    tx.execute("SET LOCAL ROLE plugin_host_app").await.unwrap();
+    let setting: Option<String> =
+        sqlx::query_scalar("SELECT current_setting('auth.tenant_id', true)")
+            .fetch_one(&mut *tx)
+            .await
+            .unwrap();
+    assert_eq!(setting, None, "auth.tenant_id is unset");
+    assert_eq!(count(&mut tx, TASKS).await.unwrap(), 0);
+    assert_eq!(count(&mut tx, CONFIRMATIONS).await.unwrap(), 0);
+    let by_id = sqlx::query("SELECT 1 FROM plugin_host.tasks WHERE task_id = $1")
+        .bind(t.task.id.to_string())
+        .fetch_optional(&mut *tx)
+        .await
+        .unwrap();
+    assert!(by_id.is_none(), "not even by its id");
+    let updated = sqlx::query("UPDATE plugin_host.tasks SET status_message = 'x'")
+        .execute(&mut *tx)
+        .await
+        .unwrap();
+    assert_eq!(updated.rows_affected(), 0);
+    let e = sqlx::query("INSERT INTO plugin_host.used_confirmations VALUES ($1::uuid, 'j', now())")
+        .bind(a.to_string())
+        .execute(&mut *tx)
+        .await
+        .unwrap_err();
+    assert_eq!(sqlstate(&e), "42501", "{e}");
+    tx.rollback().await.unwrap();
+
+    // Without SET ROLE, a tenant changes nothing.
+    for sql in [TASKS, CONFIRMATIONS] {
+        let e = count_as(&mut conn, Some(&a), sql).await.unwrap_err();
+        assert_eq!(sqlstate(&e), "42501", "{sql}: {e}");
+    }
+
+    // The same role with the tenant set sees the tenant's rows, unchanged.
+    assert_eq!(store.get(&a, t.task.id).await.unwrap(), t.task);
+    let mut tx = conn.begin().await.unwrap();
+    tx.execute("SET LOCAL ROLE plugin_host_app").await.unwrap();
+    sqlx::query("SELECT set_config('auth.tenant_id', $1, true)")
+        .bind(a.to_string())
+        .execute(&mut *tx)
+        .await
+        .unwrap();
+    assert_eq!(count(&mut tx, TASKS).await.unwrap(), 1);
+    assert_eq!(count(&mut tx, CONFIRMATIONS).await.unwrap(), 1);
+    tx.commit().await.unwrap();
+}

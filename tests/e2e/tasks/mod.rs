@@ -19,8 +19,9 @@ use crate::support::binary::{Bridge, binary};
 
 pub(crate) const LOCAL: &str = "00000000-0000-4000-8000-000000000001";
 
-/// The stores every scenario runs on: the default SQLite file, and Postgres when
-/// `DATABASE_URL` is set (required with `CI=true`).
+/// The stores every scenario runs on: the default SQLite file, and Postgres (the run's
+/// database, as its app login role) when `support::pg::admin_url` says the Postgres
+/// tests run.
 pub(crate) fn stores() -> Vec<Vec<String>> {
     let mut stores = vec![Vec::new()];
     if let Some(url) = crate::support::pg::database_url() {

@@ -33,7 +33,7 @@ fn a_down_or_hung_collector_never_fails_a_call_and_exit_waits_a_bounded_time() {
     let hung = black_hole();
     for endpoint in [refused, hung] {
         let (calls, exit) = run_calls(&["--otlp-endpoint", &endpoint], 200);
-        // Correctness bounds, not a benchmark (that is benches/otlp.rs): the calls went
+        // Correctness bounds, not a benchmark (`cargo bench --bench stdio -- --collector-down` is): the calls went
         // through, and the flush on EOF gave up within its wait.
         assert!(calls < Duration::from_secs(20), "{endpoint}: {calls:?}");
         assert!(
