@@ -210,7 +210,13 @@ async fn migrate(config: &Config) -> i32 {
 }
 
 async fn check(config: &Config) -> i32 {
-    let ports = wiring::ports(config).await;
+    let ports = match wiring::ports(config).await {
+        Ok(ports) => ports,
+        Err(e) => {
+            println!("FAIL  task store: {e}");
+            return EXIT_FAILED;
+        }
+    };
     let mut ok = true;
     let mut line = |name: &str, result: Result<(), String>| {
         match &result {

@@ -21,7 +21,7 @@ use crate::ports::{ConfirmationLedger, MemoryClient, Ports, TaskStore};
 
 /// Builds the ports for `config`. An upstream that cannot be reached or opened is
 /// allowed: its tools answer `upstream_unavailable` and `check` reports it.
-pub async fn ports(config: &Config) -> Ports {
+pub async fn ports(config: &Config) -> Result<Ports, ConfigError> {
     let cuo = ProcessCuoRunner::new(CuoSettings {
         command: config.cuo_command.clone(),
         pass_env: config.cuo_env.clone(),
@@ -43,7 +43,10 @@ pub async fn ports(config: &Config) -> Ports {
         &store,
     ) {
         (Some(url), _) if url.starts_with("postgres") => match PgStore::connect(url).await {
-            Ok(pg) => (Arc::new(pg.clone()), Arc::new(pg)),
+            Ok(pg) => {
+                pg.refuse_open_rls().await.map_err(ConfigError)?;
+                (Arc::new(pg.clone()), Arc::new(pg))
+            }
             Err(why) => {
                 tracing::error!("cannot use the Postgres task store: {why}");
                 let down = Unavailable::new(
@@ -62,14 +65,14 @@ pub async fn ports(config: &Config) -> Ports {
             ledger,
         ),
     };
-    Ports {
+    Ok(Ports {
         ledger,
         tasks,
         cuo: Arc::new(cuo),
         memory: memory(config, store.ok()),
         skills: Arc::new(FsSkillIndex::new(config.skills_dirs.clone())),
         clock: Arc::new(SystemClock),
-    }
+    })
 }
 
 fn memory(config: &Config, store: Option<SqliteStore>) -> Arc<dyn MemoryClient> {
@@ -308,7 +311,7 @@ pub async fn app(config: &Config) -> Result<App, ConfigError> {
         max_tasks_per_tenant: max_tasks_per_tenant(),
     };
     let identity = identity(config)?;
-    Ok(App::new(ports(config).await, settings, identity))
+    Ok(App::new(ports(config).await?, settings, identity))
 }
 
 /// Applies the Postgres migrations (the `migrate` subcommand).

@@ -20,11 +20,18 @@ struct Migration {
 }
 
 /// In order; versions never change once released.
-const MIGRATIONS: &[Migration] = &[Migration {
-    version: 1,
-    description: "plugin_host tasks, confirmations, role, RLS, functions",
-    sql: include_str!("../../../migrations/postgres/0001_plugin_host.sql"),
-}];
+const MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 1,
+        description: "plugin_host tasks, confirmations, role, RLS, functions",
+        sql: include_str!("../../../migrations/postgres/0001_plugin_host.sql"),
+    },
+    Migration {
+        version: 2,
+        description: "functions owned by plugin_host_maintainer, strict tenant policies",
+        sql: include_str!("../../../migrations/postgres/0002_maintainer_role.sql"),
+    },
+];
 
 /// Key of the advisory lock that serializes migrations of one database ("cyberos-m").
 const LOCK_KEY: i64 = 0x6379_6265_726f_736d;
@@ -121,11 +128,20 @@ async fn apply(conn: &mut PgConnection) -> Result<(), String> {
 
 /// The server's message and SQLSTATE, or the driver's error; neither holds the URL.
 fn describe(e: &sqlx::Error) -> String {
-    match e.as_database_error() {
-        Some(db) => match db.code() {
-            Some(code) => format!("{} (SQLSTATE {code})", db.message()),
-            None => db.message().to_owned(),
-        },
-        None => e.to_string(),
+    let Some(db) = e.as_database_error() else {
+        return e.to_string();
+    };
+    let mut text = match db.code() {
+        Some(code) => format!("{} (SQLSTATE {code})", db.message()),
+        None => db.message().to_owned(),
+    };
+    // Our migrations put the operator's next step in the hint.
+    if let Some(hint) = db
+        .try_downcast_ref::<sqlx::postgres::PgDatabaseError>()
+        .and_then(|pg| pg.hint())
+    {
+        text.push_str(". ");
+        text.push_str(hint);
     }
+    text
 }

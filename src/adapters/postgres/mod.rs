@@ -7,6 +7,7 @@
 //! tenant is in every `WHERE` as well. The non-tenant operations (leases, stop polling,
 //! the sweep) call `SECURITY DEFINER` functions created by [`migrate`].
 
+mod guard;
 mod migrate;
 mod tasks;
 
@@ -14,7 +15,8 @@ use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use sqlx::postgres::{PgConnectOptions, PgListener, PgPool, PgPoolOptions, Postgres};
+use sqlx::Connection;
+use sqlx::postgres::{PgConnectOptions, PgConnection, PgListener, PgPool, PgPoolOptions, Postgres};
 use tokio_util::sync::CancellationToken;
 
 use crate::domain::{DomainError, TaskId, TenantId, Timestamp, Upstream};
@@ -62,6 +64,7 @@ impl PgStore {
             .max_connections(8)
             .acquire_timeout(ACQUIRE_TIMEOUT)
             .idle_timeout(Duration::from_secs(300))
+            .after_connect(|conn, _| Box::pin(guard::refuse_open_rls(conn)))
             .connect_lazy_with(options.clone());
         Ok(PgStore {
             pool,
@@ -70,8 +73,30 @@ impl PgStore {
         })
     }
 
+    /// At startup: `Err` with the reason when the database is reachable and row-level
+    /// security would not hold for `plugin_host_app`. An unreachable database is not a
+    /// reason to refuse (the store connects lazily; each new connection is checked).
+    ///
+    /// # Errors
+    /// The operator's message, naming the roles and tables at fault.
+    pub async fn refuse_open_rls(&self) -> Result<(), String> {
+        let Ok(Ok(mut conn)) =
+            tokio::time::timeout(ACQUIRE_TIMEOUT, PgConnection::connect_with(&self.options)).await
+        else {
+            return Ok(());
+        };
+        let openings = guard::rls_openings(&mut conn).await.unwrap_or_default();
+        let _ = conn.close().await;
+        if openings.is_empty() {
+            Ok(())
+        } else {
+            Err(guard::refusal(&openings))
+        }
+    }
+
     /// Begins a transaction working as `plugin_host_app` for `tenant`. Without a tenant
-    /// the transaction sees no rows; it serves the `SECURITY DEFINER` functions only.
+    /// any read of a table fails (the policies read the setting strictly); such a
+    /// transaction serves the `SECURITY DEFINER` functions only.
     async fn begin(
         &self,
         tenant: Option<&TenantId>,

@@ -11,7 +11,7 @@ use crate::adapters::task_rows::{
     bad_cursor, decode_cursor, encode_cursor, failure_json, finished_status, task_of,
 };
 use crate::domain::task::{Task, TaskFailure, TaskStatus};
-use crate::domain::{DomainError, ErrorClass, JsonText, TaskId, TenantId, Timestamp};
+use crate::domain::{DomainError, ErrorClass, JsonText, TaskId, TenantId, Timestamp, Upstream};
 use crate::ports::{NewTask, StopSink, SweepReport, TaskOutcome, TaskPage, TaskStore};
 
 macro_rules! columns {
@@ -341,12 +341,20 @@ impl TaskStore for PgStore {
 
     async fn check(&self) -> Result<(), DomainError> {
         timed(async {
-            // Also proves the login role may act as plugin_host_app and the schema exists.
+            // Proves the login role may act as plugin_host_app and the schema exists
+            // (a read without a tenant would fail by design).
             let mut tx = self.begin(None).await.map_err(down)?;
-            sqlx::query("SELECT 1 FROM plugin_host.tasks LIMIT 1")
-                .execute(&mut *tx)
-                .await
-                .map_err(down)?;
+            let usable: bool =
+                sqlx::query_scalar("SELECT has_table_privilege('plugin_host.tasks', 'SELECT')")
+                    .fetch_one(&mut *tx)
+                    .await
+                    .map_err(down)?;
+            if !usable {
+                return Err(DomainError::unavailable(
+                    Upstream::TaskStore,
+                    Some("plugin_host_app may not read plugin_host.tasks".into()),
+                ));
+            }
             tx.commit().await.map_err(down)
         })
         .await

@@ -13,6 +13,7 @@
 
 mod contract;
 mod postgres;
+mod postgres_guard;
 mod postgres_migrate;
 mod postgres_rls;
 mod sqlite;

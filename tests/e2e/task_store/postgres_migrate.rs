@@ -44,7 +44,7 @@ async fn migrate_is_idempotent_and_concurrent_runs_all_succeed() {
         )
         .await
         .unwrap(),
-        1
+        2
     );
     postgres::migrate(&db.url).await.unwrap();
     postgres::migrate(&db.url).await.unwrap();
@@ -82,21 +82,25 @@ async fn a_plain_owner_role_can_migrate_and_run_the_bridge_with_one_url() {
     };
     let password = data_encoding::HEXLOWER.encode(&random::<12>());
     let mut conn = PgConnection::connect(&admin).await.unwrap();
-    // plugin_host_app is cluster-wide and may exist already (other tests migrate too);
-    // creating it needs CREATEROLE, which this owner does not get.
-    conn.execute(
-        "DO $$ BEGIN
-           IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'plugin_host_app') THEN
-             CREATE ROLE plugin_host_app NOLOGIN NOBYPASSRLS;
-           END IF;
-         EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL;
-         END $$",
-    )
-    .await
-    .unwrap();
+    // plugin_host_app and plugin_host_maintainer are cluster-wide and may exist already
+    // (other tests migrate too); creating them needs CREATEROLE, which this owner does not
+    // get: the operator's steps in migrations/postgres/0002. NOINHERIT: the owner acts as
+    // either role only by SET ROLE, and no policy of theirs applies to it.
+    for role in ["plugin_host_app", "plugin_host_maintainer"] {
+        conn.execute(AssertSqlSafe(format!(
+            "DO $$ BEGIN
+               IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '{role}') THEN
+                 CREATE ROLE {role} NOLOGIN NOBYPASSRLS;
+               END IF;
+             EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL;
+             END $$"
+        )))
+        .await
+        .unwrap();
+    }
     for sql in [
         format!(
-            "CREATE ROLE \"{}\" LOGIN NOSUPERUSER NOBYPASSRLS PASSWORD '{password}'",
+            "CREATE ROLE \"{}\" LOGIN NOSUPERUSER NOBYPASSRLS NOINHERIT PASSWORD '{password}'",
             role.name
         ),
         format!(
@@ -104,6 +108,7 @@ async fn a_plain_owner_role_can_migrate_and_run_the_bridge_with_one_url() {
             db.name, role.name
         ),
         format!("GRANT plugin_host_app TO \"{}\"", role.name),
+        format!("GRANT plugin_host_maintainer TO \"{}\"", role.name),
     ] {
         conn.execute(AssertSqlSafe(sql)).await.unwrap();
     }
@@ -130,6 +135,19 @@ async fn a_plain_owner_role_can_migrate_and_run_the_bridge_with_one_url() {
         0,
         "FORCE ROW LEVEL SECURITY holds for the owner"
     );
+    // The switch that opened every tenant to the owner under 0001 opens nothing now.
+    owner
+        .execute("SET plugin_host.maintenance = 'on'")
+        .await
+        .unwrap();
+    for table in ["tasks", "used_confirmations"] {
+        let sql = format!("SELECT count(*) FROM plugin_host.{table}");
+        let n: i64 = sqlx::query_scalar(AssertSqlSafe(sql))
+            .fetch_one(&mut owner)
+            .await
+            .unwrap();
+        assert_eq!(n, 0, "the owner reads no {table} row, maintenance or not");
+    }
     owner.close().await.unwrap();
     drop(db);
 }

@@ -35,19 +35,14 @@ async fn rls_confines_the_app_role_to_the_tenant_of_the_transaction() {
         .await
         .unwrap();
     assert_eq!(who, "plugin_host_app");
-    assert_eq!(
-        count(&mut conn, ALL).await.unwrap(),
-        0,
-        "no tenant: no rows"
-    );
+    // No tenant is an error, not an empty answer: a path that forgets the tenant fails.
+    let e = count(&mut conn, ALL).await.unwrap_err();
+    assert_eq!(sqlstate(&e), "42704", "no auth.tenant_id at all: {e}");
     assert_eq!(count_as(&mut conn, Some(&a), ALL).await.unwrap(), 3);
     assert_eq!(count_as(&mut conn, Some(&b), ALL).await.unwrap(), 2);
-    // The setting ended with its transaction; what is left ('') reads as no tenant.
-    assert_eq!(
-        count(&mut conn, ALL).await.unwrap(),
-        0,
-        "no rows, and no error"
-    );
+    // The setting ended with its transaction; what is left ('') is no uuid.
+    let e = count(&mut conn, ALL).await.unwrap_err();
+    assert_eq!(sqlstate(&e), "22P02", "a setting left empty: {e}");
     assert_eq!(
         count_as(
             &mut conn,
@@ -107,7 +102,7 @@ async fn rls_confines_the_app_role_to_the_tenant_of_the_transaction() {
         .await
         .unwrap();
     let mut pids = HashSet::new();
-    for (tenant, expected) in [(Some(&a), 3), (Some(&b), 2), (None, 0), (Some(&a), 3)] {
+    for (tenant, expected) in [(Some(&a), 3), (Some(&b), 2), (None, -1), (Some(&a), 3)] {
         let mut tx = pool.begin().await.unwrap();
         tx.execute("SET LOCAL ROLE plugin_host_app").await.unwrap();
         if let Some(t) = tenant {
@@ -122,6 +117,12 @@ async fn rls_confines_the_app_role_to_the_tenant_of_the_transaction() {
             .await
             .unwrap();
         pids.insert(pid);
+        if tenant.is_none() {
+            let e = count(&mut tx, ALL).await.unwrap_err();
+            assert_eq!(sqlstate(&e), "22P02", "no tenant on a used connection: {e}");
+            tx.rollback().await.unwrap();
+            continue;
+        }
         assert_eq!(count(&mut tx, ALL).await.unwrap(), expected, "{tenant:?}");
         if tenant == Some(&b) {
             assert_eq!(
@@ -181,22 +182,32 @@ async fn the_app_role_cannot_bypass_rls_or_change_the_schema() {
         assert!(*rls && *forced, "{name}: RLS enabled and forced");
         assert_ne!(owner, "plugin_host_app", "{name} is not the app role's");
     }
-    // The SECURITY DEFINER functions: pinned search path, no EXECUTE for PUBLIC.
-    let definers: Vec<(String, bool)> = sqlx::query_as(
-        "SELECT proname::text, coalesce(array_to_string(proconfig, ',') LIKE '%search_path=plugin_host, pg_temp%', false)
+    // The SECURITY DEFINER functions: pinned search path, owned by the maintainer role
+    // (not the owner of the tables), no EXECUTE for PUBLIC.
+    let definers: Vec<(String, bool, String)> = sqlx::query_as(
+        "SELECT proname::text, coalesce(array_to_string(proconfig, ',') LIKE '%search_path=plugin_host, pg_temp%', false),
+                pg_get_userbyid(proowner)::text
            FROM pg_proc WHERE pronamespace = 'plugin_host'::regnamespace AND prosecdef ORDER BY proname",
     )
     .fetch_all(&mut admin)
     .await
     .unwrap();
+    let maintainer = "plugin_host_maintainer".to_owned();
     assert_eq!(
         definers,
         [
-            ("renew_leases".to_owned(), true),
-            ("stopped_among".to_owned(), true),
-            ("sweep".to_owned(), true)
+            ("renew_leases".to_owned(), true, maintainer.clone()),
+            ("stopped_among".to_owned(), true, maintainer.clone()),
+            ("sweep".to_owned(), true, maintainer)
         ]
     );
+    let (sup, bypass, login): (bool, bool, bool) = sqlx::query_as(
+        "SELECT rolsuper, rolbypassrls, rolcanlogin FROM pg_roles WHERE rolname = 'plugin_host_maintainer'",
+    )
+    .fetch_one(&mut admin)
+    .await
+    .unwrap();
+    assert!(!sup && !bypass && !login);
     let public_exec = count(
         &mut admin,
         "SELECT count(*) FROM pg_proc p, aclexplode(p.proacl) a
@@ -219,7 +230,7 @@ async fn the_app_role_cannot_bypass_rls_or_change_the_schema() {
     for sql in [
         "ALTER TABLE plugin_host.tasks DISABLE ROW LEVEL SECURITY",
         "ALTER TABLE plugin_host.tasks NO FORCE ROW LEVEL SECURITY",
-        "DROP POLICY tasks_rls ON plugin_host.tasks",
+        "DROP POLICY tasks_tenant ON plugin_host.tasks",
         "CREATE POLICY everything ON plugin_host.tasks USING (true)",
         "ALTER TABLE plugin_host.tasks ADD COLUMN x int",
         "CREATE TABLE plugin_host.evil (x int)",
@@ -266,42 +277,46 @@ async fn the_store_login_role_sees_nothing_without_the_app_role_and_a_tenant() {
     .unwrap();
     assert!(!sup && !bypass && !inherit && member);
 
+    // The maintainer role, which reads every tenant, is out of its reach.
+    let e = conn
+        .execute("SET ROLE plugin_host_maintainer")
+        .await
+        .unwrap_err();
+    assert_eq!(sqlstate(&e), "42501", "{e}");
+
     // Without SET ROLE: no privilege at all.
     for sql in [TASKS, CONFIRMATIONS] {
         let e = count(&mut conn, sql).await.unwrap_err();
         assert_eq!(sqlstate(&e), "42501", "{sql}: {e}");
     }
 
-    // As plugin_host_app with auth.tenant_id unset: no rows, nothing to change, and no
-    // row may be written.
-    let mut tx = conn.begin().await.unwrap();
-    tx.execute("SET LOCAL ROLE plugin_host_app").await.unwrap();
-    let setting: Option<String> =
-        sqlx::query_scalar("SELECT current_setting('auth.tenant_id', true)")
-            .fetch_one(&mut *tx)
-            .await
-            .unwrap();
-    assert_eq!(setting, None, "auth.tenant_id is unset");
-    assert_eq!(count(&mut tx, TASKS).await.unwrap(), 0);
-    assert_eq!(count(&mut tx, CONFIRMATIONS).await.unwrap(), 0);
-    let by_id = sqlx::query("SELECT 1 FROM plugin_host.tasks WHERE task_id = $1")
-        .bind(t.task.id.to_string())
-        .fetch_optional(&mut *tx)
-        .await
-        .unwrap();
-    assert!(by_id.is_none(), "not even by its id");
-    let updated = sqlx::query("UPDATE plugin_host.tasks SET status_message = 'x'")
-        .execute(&mut *tx)
-        .await
-        .unwrap();
-    assert_eq!(updated.rows_affected(), 0);
-    let e = sqlx::query("INSERT INTO plugin_host.used_confirmations VALUES ($1::uuid, 'j', now())")
-        .bind(a.to_string())
-        .execute(&mut *tx)
-        .await
-        .unwrap_err();
-    assert_eq!(sqlstate(&e), "42501", "{e}");
-    tx.rollback().await.unwrap();
+    // As plugin_host_app with auth.tenant_id unset: every read and write fails (42704,
+    // the setting does not exist), none answers with zero rows.
+    let by_id = format!(
+        "SELECT count(*) FROM plugin_host.tasks WHERE task_id = '{}'",
+        t.task.id
+    );
+    let insert =
+        format!("INSERT INTO plugin_host.used_confirmations VALUES ('{a}'::uuid, 'j', now())");
+    for sql in [
+        TASKS,
+        CONFIRMATIONS,
+        by_id.as_str(),
+        "UPDATE plugin_host.tasks SET status_message = 'x'",
+        insert.as_str(),
+    ] {
+        let mut tx = conn.begin().await.unwrap();
+        tx.execute("SET LOCAL ROLE plugin_host_app").await.unwrap();
+        let setting: Option<String> =
+            sqlx::query_scalar("SELECT current_setting('auth.tenant_id', true)")
+                .fetch_one(&mut *tx)
+                .await
+                .unwrap();
+        assert_eq!(setting, None, "auth.tenant_id is unset");
+        let e = tx.execute(sqlx::AssertSqlSafe(sql)).await.unwrap_err();
+        assert_eq!(sqlstate(&e), "42704", "{sql}: {e}");
+        tx.rollback().await.unwrap();
+    }
 
     // Without SET ROLE, a tenant changes nothing.
     for sql in [TASKS, CONFIRMATIONS] {
