@@ -134,12 +134,24 @@ async fn open_store(config: &Config) -> Result<SqliteStore, String> {
 }
 
 /// Creates the data dir readable by its owner only (it will hold keys and tenant data).
+/// A dir that already exists is the operator's: it is not changed, but a warning says
+/// when others may read it.
 fn create_private_dir(dir: &std::path::Path) -> std::io::Result<()> {
-    let mut builder = std::fs::DirBuilder::new();
-    builder.recursive(true);
-    #[cfg(unix)]
-    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
-    builder.create(dir)
+    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)?;
+    let mode = std::fs::metadata(dir)?.permissions().mode() & 0o777;
+    if mode & 0o077 != 0 {
+        tracing::warn!(
+            dir = %dir.display(),
+            mode = format_args!("{mode:o}"),
+            "the data dir is open to other users; it holds tenant data and keys (its files \
+             are kept private, but consider chmod 700)"
+        );
+    }
+    Ok(())
 }
 
 /// Builds the token verifier and the stdio token source.

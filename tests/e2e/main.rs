@@ -4,6 +4,7 @@ mod cli;
 mod contracts;
 mod cuo;
 mod cuo_runner;
+mod data_dir;
 mod dispatch;
 mod hardening;
 mod http;

@@ -4,6 +4,7 @@
 //! (`ConfirmationLedger`, here) and the tasks (`TaskStore`, `tasks`).
 
 mod audit;
+mod private;
 mod tasks;
 
 use std::path::Path;
@@ -57,6 +58,7 @@ impl SqliteStore {
     }
 
     async fn try_open(path: &Path) -> Result<SqliteStore, OpenStoreError> {
+        private::ensure_private(path).map_err(|e| OpenStoreError(sqlx::Error::Io(e)))?;
         let options = SqliteConnectOptions::from_str("sqlite:")
             .map_err(OpenStoreError)?
             .filename(path)
