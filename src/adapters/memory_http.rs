@@ -188,6 +188,15 @@ fn status_error(status: StatusCode, body: &Value) -> DomainError {
     }
 }
 
+/// An id that is one path segment as written: no dot segment, nothing to encode.
+fn is_plain_segment(id: &str) -> bool {
+    !id.is_empty()
+        && id.len() <= 128
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}
+
 fn not_found() -> DomainError {
     DomainError::invalid("audit entry not found")
         .with_hint("Check the audit_id, or list entries with cyberos.memory.read_audit.")
@@ -270,6 +279,11 @@ impl MemoryClient for HttpMemoryClient {
     }
 
     async fn get(&self, ctx: &CallCtx, audit_id: &str) -> Result<AuditEntry, DomainError> {
+        // The tool's schema allows only [A-Za-z0-9_-]; this keeps any other caller from
+        // reaching another path: `url` percent-encodes a segment but drops `.` and `..`.
+        if !is_plain_segment(audit_id) {
+            return Err(not_found());
+        }
         let url = self.url(&ctx.tenant.to_string(), &[audit_id]);
         let (status, body) = self.send(Some(ctx), Method::GET, url, None, None).await?;
         if !status.is_success() {

@@ -351,3 +351,43 @@ fn append_and_read_round_trip_through_the_binary_on_the_embedded_log() {
         "/cursor"
     );
 }
+
+#[test]
+fn an_audit_id_is_one_plain_path_segment() {
+    // `..` once turned a read of one entry into a list call on the memory service.
+    let server = MemoryServer::start();
+    server.seed(
+        "00000000-0000-4000-8000-000000000001",
+        json!({
+            "audit_id": "m-1", "kind": "decision", "actor_id": "bob",
+            "body": {}, "recorded_at": "2026-01-01T00:00:00Z", "trace_id": "ab".repeat(16)
+        }),
+    );
+    let mut b = Bridge::initialized(&["--memory-url", &server.url]);
+    let before = server.headers().len();
+    for id in [
+        "..",
+        ".",
+        "../m-1",
+        "m-1/..",
+        "%2e%2e",
+        "m-1?kind=x",
+        "m 1",
+        "m-\u{e9}",
+        "\u{202e}1",
+    ] {
+        let resp = b.call("cyberos.memory.read_audit", json!({"audit_id": id}));
+        let data = assert_envelope(&resp, -32602, "input_validation");
+        assert_eq!(data["pointer"], "/audit_id", "{id:?}: {resp}");
+    }
+    assert_eq!(
+        server.headers().len(),
+        before,
+        "no request reached the service"
+    );
+    let read = b.call("cyberos.memory.read_audit", json!({"audit_id": "m-1"}));
+    assert_eq!(
+        read["result"]["structuredContent"]["entries"][0]["audit_id"], "m-1",
+        "{read}"
+    );
+}
