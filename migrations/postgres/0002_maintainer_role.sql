@@ -80,7 +80,11 @@ AS $$
        AND t.status <> 'running';
 $$;
 
-CREATE OR REPLACE FUNCTION plugin_host.sweep(now timestamptz) RETURNS TABLE (orphaned bigint, expired bigint)
+-- Replaces 0001's sweep(now): a task that failed within `quick` of its creation is kept
+-- `quick_retention` after it failed, not its whole ttl (crate::domain::task).
+DROP FUNCTION plugin_host.sweep(timestamptz);
+CREATE FUNCTION plugin_host.sweep(now timestamptz, quick interval, quick_retention interval)
+    RETURNS TABLE (orphaned bigint, expired bigint)
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path = plugin_host, pg_temp
 AS $$
@@ -96,12 +100,18 @@ BEGIN
            completed_at = sweep.now
      WHERE t.status = 'running' AND t.lease_expires_at < sweep.now;
     GET DIAGNOSTICS orphaned = ROW_COUNT;
-    DELETE FROM plugin_host.tasks AS t WHERE t.expires_at < sweep.now AND t.status <> 'running';
+    DELETE FROM plugin_host.tasks AS t
+     WHERE t.status <> 'running'
+       AND (t.expires_at < sweep.now
+            OR (t.status = 'failed' AND t.completed_at - t.created_at < sweep.quick
+                AND t.completed_at + sweep.quick_retention < sweep.now));
     GET DIAGNOSTICS expired = ROW_COUNT;
     DELETE FROM plugin_host.used_confirmations AS c WHERE c.expires_at < sweep.now;
     RETURN NEXT;
 END
 $$;
+REVOKE ALL ON FUNCTION plugin_host.sweep(timestamptz, interval, interval) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION plugin_host.sweep(timestamptz, interval, interval) TO plugin_host_app;
 
 -- Hand the functions to the maintainer. A non-superuser owner must be able to act as the
 -- new owner, and the new owner needs CREATE on the schema, for the moment of the change
@@ -118,7 +128,7 @@ BEGIN
     GRANT CREATE ON SCHEMA plugin_host TO plugin_host_maintainer;
     ALTER FUNCTION plugin_host.renew_leases(text, timestamptz) OWNER TO plugin_host_maintainer;
     ALTER FUNCTION plugin_host.stopped_among(text, text[]) OWNER TO plugin_host_maintainer;
-    ALTER FUNCTION plugin_host.sweep(timestamptz) OWNER TO plugin_host_maintainer;
+    ALTER FUNCTION plugin_host.sweep(timestamptz, interval, interval) OWNER TO plugin_host_maintainer;
     REVOKE CREATE ON SCHEMA plugin_host FROM plugin_host_maintainer;
     IF granted THEN
         EXECUTE format('REVOKE plugin_host_maintainer FROM %I', current_user);

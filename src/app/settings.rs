@@ -29,6 +29,8 @@ pub struct Settings {
     pub long_running: LongRunning,
     /// Cap on one tenant's tasks running on this instance.
     pub max_tasks_per_tenant: usize,
+    /// Cap on one tenant's tasks kept in the store (any status).
+    pub max_stored_tasks_per_tenant: u32,
 }
 
 impl Default for Settings {
@@ -37,6 +39,7 @@ impl Default for Settings {
             tool_errors: ToolErrors::Jsonrpc,
             long_running: LongRunning::Handle,
             max_tasks_per_tenant: crate::app::tasks::runner::DEFAULT_MAX_TASKS_PER_TENANT,
+            max_stored_tasks_per_tenant: crate::domain::task::DEFAULT_MAX_STORED_PER_TENANT,
         }
     }
 }

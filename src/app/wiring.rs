@@ -320,7 +320,14 @@ pub async fn app(config: &Config) -> Result<App, ConfigError> {
     let settings = Settings {
         tool_errors: config.tool_errors,
         long_running: config.long_running,
-        max_tasks_per_tenant: max_tasks_per_tenant(),
+        max_tasks_per_tenant: positive_env(
+            "CYBEROS_MAX_TASKS_PER_TENANT",
+            crate::app::tasks::DEFAULT_MAX_TASKS_PER_TENANT,
+        ),
+        max_stored_tasks_per_tenant: positive_env(
+            "CYBEROS_MAX_STORED_TASKS_PER_TENANT",
+            crate::domain::task::DEFAULT_MAX_STORED_PER_TENANT,
+        ),
     };
     let identity = identity(config)?;
     Ok(App::new(ports(config).await?, settings, identity))
@@ -335,16 +342,22 @@ pub async fn migrate_postgres(url: &str) -> Result<(), String> {
 }
 
 /// `CYBEROS_MAX_TASKS_PER_TENANT`, else the default; a bad value is logged and ignored.
-fn max_tasks_per_tenant() -> usize {
-    let default = crate::app::tasks::DEFAULT_MAX_TASKS_PER_TENANT;
-    match std::env::var("CYBEROS_MAX_TASKS_PER_TENANT") {
+/// A positive number from the environment variable `name`, else `default` (with a
+/// warning when the variable is set to something else).
+fn positive_env<T>(name: &str, default: T) -> T
+where
+    T: std::str::FromStr + PartialOrd + Default + std::fmt::Display + Copy,
+{
+    match std::env::var(name) {
         Err(_) => default,
-        Ok(v) => v.parse().ok().filter(|n| *n > 0).unwrap_or_else(|| {
-            tracing::warn!(
-                "CYBEROS_MAX_TASKS_PER_TENANT={v:?} is not a positive number; using {default}"
-            );
-            default
-        }),
+        Ok(v) => v
+            .parse()
+            .ok()
+            .filter(|n| *n > T::default())
+            .unwrap_or_else(|| {
+                tracing::warn!("{name}={v:?} is not a positive number; using {default}");
+                default
+            }),
     }
 }
 

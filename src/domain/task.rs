@@ -1,6 +1,8 @@
 //! Tasks: the status state machine and the stored record.
 
-use crate::domain::{ErrorClass, JsonText, TaskId, TenantId, Timestamp, Tool, TraceId};
+use crate::domain::{
+    DomainError, ErrorClass, JsonText, TaskId, TenantId, Timestamp, Tool, TraceId,
+};
 
 /// The seed's statuses; the spec door maps `Running` to `working` at the edge.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -81,6 +83,55 @@ pub const DEFAULT_TIMEOUT_S: u64 = 600;
 pub const DEFAULT_TTL_MS: i64 = 24 * 3600 * 1000;
 /// Longest retention granted, in milliseconds (7 days).
 pub const MAX_TTL_MS: i64 = 7 * 24 * 3600 * 1000;
+
+/// Most bytes of tool arguments stored with a task. A workflow's fields are capped at
+/// 4000 characters each by its schema; nothing a task needs comes near this.
+pub const MAX_STORED_INPUT_BYTES: usize = 64 * 1024;
+/// Most bytes of a task's result kept in the store.
+pub const MAX_STORED_OUTPUT_BYTES: usize = 1024 * 1024;
+/// Default most tasks (any status, until their retention ends) one tenant may have stored.
+pub const DEFAULT_MAX_STORED_PER_TENANT: u32 = 1000;
+/// A task that failed within this long of its creation failed at once (a refused start,
+/// an input the workflow rejects)...
+pub const QUICK_FAILURE_MS: i64 = 10_000;
+/// ...and is kept this long after it failed, not for its whole ttl.
+pub const QUICK_FAILURE_RETENTION_MS: i64 = 3600 * 1000;
+
+/// The error for task arguments of `len` bytes, over [`MAX_STORED_INPUT_BYTES`].
+pub fn input_too_large(len: usize) -> DomainError {
+    DomainError::invalid_at(
+        format!(
+            "the arguments are too large to keep with a task ({len} bytes, at most {MAX_STORED_INPUT_BYTES})"
+        ),
+        "/inputs",
+    )
+    .with_hint("Pass large content by reference (a path or an id) instead of inline.")
+}
+
+/// The failure recorded for a run whose result of `len` bytes is over
+/// [`MAX_STORED_OUTPUT_BYTES`].
+pub fn output_too_large(len: usize) -> TaskFailure {
+    TaskFailure {
+        class: ErrorClass::UpstreamUnavailable,
+        message: "the task's result is too large to keep".into(),
+        hint: format!(
+            "The run produced {len} bytes, more than the {MAX_STORED_OUTPUT_BYTES} a task keeps; ask an operator to make the workflow or skill return less (a reference to its output)."
+        ),
+    }
+}
+
+/// The refusal when a tenant already has `max` tasks stored.
+pub fn stored_quota_reached(max: u32) -> DomainError {
+    DomainError::UpstreamUnavailable {
+        upstream: crate::domain::Upstream::TaskStore,
+        message: "too many stored tasks".into(),
+        hint: format!(
+            "You have {max} tasks kept, the most this bridge keeps per tenant; finished tasks are deleted when their ttl ends (pass a shorter params.task.ttl), then retry."
+        ),
+        retry_after: Some(std::time::Duration::from_secs(60)),
+        source: None,
+    }
+}
 
 /// The retention granted for a requested `ttl` (ms): the default when absent, capped.
 pub fn granted_ttl_ms(requested: Option<i64>) -> i64 {

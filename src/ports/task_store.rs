@@ -12,6 +12,8 @@ pub struct NewTask {
     pub owner: String,
     /// Until when the owner's lease holds without a heartbeat.
     pub lease_until: Timestamp,
+    /// How many tasks (any status) the tenant may have stored, this one included.
+    pub max_stored: u32,
 }
 
 /// How a task ended.
@@ -55,10 +57,13 @@ pub trait StopSink: Send + Sync {
 #[async_trait::async_trait]
 pub trait TaskStore: Send + Sync + 'static {
     /// Stores a new running task. Returns `false` when the id is already taken (the caller
-    /// retries with a fresh id).
+    /// retries with a fresh id). Counting the tenant's stored tasks and inserting are one
+    /// atomic step, so concurrent creates cannot pass `max_stored` together.
     ///
     /// # Errors
-    /// MUST return `UpstreamUnavailable` when the store is down.
+    /// MUST return `UpstreamUnavailable` when the store is down, and
+    /// [`crate::domain::task::stored_quota_reached`] when the tenant already has
+    /// `max_stored` tasks stored.
     async fn create(&self, new: &NewTask) -> Result<bool, DomainError>;
 
     /// One task of `tenant`.
@@ -120,7 +125,9 @@ pub trait TaskStore: Send + Sync + 'static {
     async fn stopped_among(&self, owner: &str, ids: &[TaskId]) -> Result<Vec<TaskId>, DomainError>;
 
     /// Fails running tasks whose owner's lease expired ("bridge restarted") and deletes
-    /// tasks past their retention.
+    /// finished tasks past their retention: their `expires_at`, or for a task that failed
+    /// within [`crate::domain::task::QUICK_FAILURE_MS`] of its creation,
+    /// [`crate::domain::task::QUICK_FAILURE_RETENTION_MS`] after it failed.
     ///
     /// # Errors
     /// `UpstreamUnavailable` when down.

@@ -10,7 +10,10 @@ use super::{PgStore, down, timed, ts};
 use crate::adapters::task_rows::{
     bad_cursor, decode_cursor, encode_cursor, failure_json, finished_status, task_of,
 };
-use crate::domain::task::{Task, TaskFailure, TaskStatus};
+use crate::domain::task::{
+    QUICK_FAILURE_MS, QUICK_FAILURE_RETENTION_MS, Task, TaskFailure, TaskStatus,
+    stored_quota_reached,
+};
 use crate::domain::{DomainError, ErrorClass, JsonText, TaskId, TenantId, Timestamp, Upstream};
 use crate::ports::{NewTask, StopSink, SweepReport, TaskOutcome, TaskPage, TaskStore};
 
@@ -122,6 +125,22 @@ impl TaskStore for PgStore {
         let t = &new.task;
         timed(async {
             let mut tx = self.begin(Some(&t.tenant)).await.map_err(down)?;
+            // Creates of one tenant take turns, so the count and the insert are one step.
+            sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended('plugin_host.tasks/' || $1, 0))")
+                .bind(t.tenant.to_string())
+                .execute(&mut *tx)
+                .await
+                .map_err(down)?;
+            let stored: i64 = sqlx::query_scalar(
+                "SELECT count(*) FROM plugin_host.tasks WHERE tenant_id = $1::uuid",
+            )
+            .bind(t.tenant.to_string())
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(down)?;
+            if stored >= i64::from(new.max_stored) {
+                return Err(stored_quota_reached(new.max_stored));
+            }
             let done = sqlx::query(concat!(
                 "INSERT INTO plugin_host.tasks (task_id, tenant_id, plugin_id, tool_name, status, input, created_at,
                                                 updated_at, timeout_at, expires_at, trace_id, owner, lease_expires_at)
@@ -315,9 +334,11 @@ impl TaskStore for PgStore {
             let row = sqlx::query(concat!(
                 "SELECT orphaned, expired FROM plugin_host.sweep(",
                 ts!(1),
-                ")"
+                ", $2::bigint * interval '1 millisecond', $3::bigint * interval '1 millisecond')"
             ))
             .bind(now.unix_millis())
+            .bind(QUICK_FAILURE_MS)
+            .bind(QUICK_FAILURE_RETENTION_MS)
             .fetch_one(&mut *tx)
             .await
             .map_err(down)?;

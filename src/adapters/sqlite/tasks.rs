@@ -9,7 +9,9 @@ use super::SqliteStore;
 use crate::adapters::task_rows::{
     bad_cursor, decode_cursor, encode_cursor, failure_json, finished_status, task_of,
 };
-use crate::domain::task::{Task, orphaned};
+use crate::domain::task::{
+    QUICK_FAILURE_MS, QUICK_FAILURE_RETENTION_MS, Task, orphaned, stored_quota_reached,
+};
 use crate::domain::{DomainError, JsonText, TaskId, TenantId, Timestamp, Upstream};
 use crate::ports::{NewTask, SweepReport, TaskOutcome, TaskPage, TaskStore};
 
@@ -28,10 +30,13 @@ macro_rules! columns {
 impl TaskStore for SqliteStore {
     async fn create(&self, new: &NewTask) -> Result<bool, DomainError> {
         let t = &new.task;
+        // One statement: SQLite runs writes one at a time, so the count and the insert
+        // cannot interleave with another create.
         let done = sqlx::query(
             "INSERT INTO tasks (task_id, tenant_id, tool_name, status, input, created_at, updated_at, timeout_at,
                                 expires_at, trace_id, owner, lease_expires_at)
-             VALUES (?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?)
+             SELECT ?1, ?2, ?3, 'running', ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11
+              WHERE (SELECT count(*) FROM tasks WHERE tenant_id = ?2) < ?12
              ON CONFLICT (task_id) DO NOTHING",
         )
         .bind(t.id.to_string())
@@ -45,10 +50,22 @@ impl TaskStore for SqliteStore {
         .bind(t.trace_id.to_string())
         .bind(&new.owner)
         .bind(new.lease_until.unix_millis())
+        .bind(new.max_stored)
         .execute(&self.pool)
         .await
         .map_err(down)?;
-        Ok(done.rows_affected() == 1)
+        if done.rows_affected() == 1 {
+            return Ok(true);
+        }
+        let stored: i64 = sqlx::query_scalar("SELECT count(*) FROM tasks WHERE tenant_id = ?")
+            .bind(t.tenant.to_string())
+            .fetch_one(&self.pool)
+            .await
+            .map_err(down)?;
+        if stored >= i64::from(new.max_stored) {
+            return Err(stored_quota_reached(new.max_stored));
+        }
+        Ok(false)
     }
 
     async fn get(&self, tenant: &TenantId, id: TaskId) -> Result<Task, DomainError> {
@@ -205,12 +222,18 @@ impl TaskStore for SqliteStore {
         .await
         .map_err(down)?
         .rows_affected();
-        let expired = sqlx::query("DELETE FROM tasks WHERE expires_at < ? AND status <> 'running'")
-            .bind(now.unix_millis())
-            .execute(&self.pool)
-            .await
-            .map_err(down)?
-            .rows_affected();
+        let expired = sqlx::query(
+            "DELETE FROM tasks WHERE status <> 'running'
+               AND (expires_at < ?1
+                    OR (status = 'failed' AND completed_at - created_at < ?2 AND completed_at + ?3 < ?1))",
+        )
+        .bind(now.unix_millis())
+        .bind(QUICK_FAILURE_MS)
+        .bind(QUICK_FAILURE_RETENTION_MS)
+        .execute(&self.pool)
+        .await
+        .map_err(down)?
+        .rows_affected();
         Ok(SweepReport { orphaned, expired })
     }
 

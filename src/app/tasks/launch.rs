@@ -11,7 +11,7 @@ use crate::app::json::structured;
 use crate::app::rpc::CallParams;
 use crate::app::session::Session;
 use crate::app::{App, LongRunning};
-use crate::domain::task::granted_ttl_ms;
+use crate::domain::task::{MAX_STORED_INPUT_BYTES, granted_ttl_ms, input_too_large};
 use crate::domain::{CallCtx, DomainError, JsonText, Timestamp, Tool};
 
 /// Creates and starts the task. The run's deadline and the task's `timeout_at` are one
@@ -36,14 +36,19 @@ pub async fn launch(
             outbound: session.outbound(),
             token,
         });
+    let input = call.arguments.to_string();
+    if input.len() > MAX_STORED_INPUT_BYTES {
+        return Err(input_too_large(input.len()));
+    }
     let new = NewRun {
         tool,
-        input: JsonText::from_serialized(call.arguments.to_string()),
+        input: JsonText::from_serialized(input),
         work: work(timeout_at),
         created_at: now,
         timeout_at,
         expires_at: now.plus_millis(ttl),
         progress,
+        max_stored: app.settings().max_stored_tasks_per_tenant,
     };
     let task = app.runner().start(ctx.clone(), new).await?;
     if call.task.is_some() {

@@ -14,7 +14,9 @@ use crate::app::rpc::notification;
 use crate::app::telemetry::Outcome;
 use crate::domain::cuo::{Progress, WorkflowOutcome};
 use crate::domain::memory::NewAuditEntry;
-use crate::domain::task::{Task, TaskFailure, TaskStatus, timed_out};
+use crate::domain::task::{
+    MAX_STORED_OUTPUT_BYTES, Task, TaskFailure, TaskStatus, output_too_large, timed_out,
+};
 use crate::domain::{CallCtx, DomainError, JsonText, Tool};
 use crate::ports::{Ports, ProgressSink, SkillRun, TaskOutcome, WorkflowRun};
 
@@ -85,6 +87,14 @@ pub(super) async fn run(
         return Outcome::Cancelled;
     };
     let outcome = match result {
+        Ok(output) if output.as_str().len() > MAX_STORED_OUTPUT_BYTES => {
+            tracing::warn!(task_id = %task.id, bytes = output.as_str().len(), "task result too large to keep");
+            TaskOutcome {
+                status: TaskStatus::Failed,
+                output: None,
+                failure: Some(output_too_large(output.as_str().len())),
+            }
+        }
         Ok(output) => TaskOutcome {
             status: TaskStatus::Completed,
             output: Some(output),

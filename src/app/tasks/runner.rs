@@ -50,6 +50,8 @@ pub struct NewRun {
     pub expires_at: Timestamp,
     /// The client's progress token, if it sent one.
     pub progress: Option<ProgressTarget>,
+    /// How many tasks the tenant may have stored, this one included.
+    pub max_stored: u32,
 }
 
 struct LocalRun {
@@ -122,6 +124,7 @@ impl TaskRunner {
             timeout_at,
             expires_at,
             progress,
+            max_stored,
         } = new;
         let mut task = Task {
             id: draw_id(),
@@ -149,6 +152,7 @@ impl TaskRunner {
                 input: input.clone(),
                 owner: self.owner.clone(),
                 lease_until,
+                max_stored,
             };
             if self.ports.tasks.create(&new).await? {
                 created = true;

@@ -8,8 +8,9 @@ use crate::app::json::json_text;
 use crate::app::rpc::CallParams;
 use crate::app::session::Session;
 use crate::app::tasks::{Work, launch};
+use crate::app::tools::registry::violation;
 use crate::domain::task::DEFAULT_TIMEOUT_S;
-use crate::domain::{CallCtx, DomainError, Tool};
+use crate::domain::{CallCtx, DomainError, Tool, Upstream};
 use crate::ports::{SkillRun, WorkflowRun};
 
 #[derive(Deserialize)]
@@ -38,9 +39,10 @@ pub(super) async fn execute_workflow(
     call: &CallParams,
     args: ExecuteWorkflowArgs,
 ) -> Result<Value, DomainError> {
-    check_workflow_exists(app, ctx, &args.persona, &args.workflow).await?;
+    let inputs = Value::Object(args.inputs);
+    check_workflow(app, ctx, &args.persona, &args.workflow, &inputs).await?;
     let timeout_s = args.timeout_s.unwrap_or(DEFAULT_TIMEOUT_S);
-    let inputs = json_text(&Value::Object(args.inputs));
+    let inputs = json_text(&inputs);
     let (persona, workflow) = (args.persona, args.workflow);
     let work = |deadline| {
         Work::Workflow(WorkflowRun {
@@ -87,19 +89,38 @@ pub(super) async fn invoke_skill(
 
 /// Unknown persona/workflow ids are refused before a task exists (the CUO catalogue is
 /// asked each time; it answers from memory in the bundled runner).
-async fn check_workflow_exists(
+/// The workflow exists for the persona and `inputs` match its `input_schema`: checked
+/// before a task exists, so a run that could only fail is never started or stored.
+async fn check_workflow(
     app: &App,
     ctx: &CallCtx,
     persona: &str,
     workflow: &str,
+    inputs: &Value,
 ) -> Result<(), DomainError> {
     let workflows = app.ports().cuo.list_workflows(ctx, Some(persona)).await?;
-    if workflows.iter().any(|w| w.id == workflow) {
-        return Ok(());
+    let Some(found) = workflows.iter().find(|w| w.id == workflow) else {
+        return Err(DomainError::invalid_at(
+            format!("unknown workflow for persona '{persona}'"),
+            "/workflow",
+        )
+        .with_hint("List the persona's workflows with cyberos.cuo.list_workflows."));
+    };
+    let broken = |why: &'static str| DomainError::unavailable(Upstream::Cuo, Some(why.into()));
+    let schema: Value = serde_json::from_str(found.input_schema.as_str())
+        .map_err(|_| broken("the workflow's input_schema is not JSON"))?;
+    // Remote `$ref`s are compiled out of jsonschema: a schema cannot make us fetch.
+    let validator = jsonschema::options()
+        .with_draft(jsonschema::Draft::Draft202012)
+        .build(&schema)
+        .map_err(|_| broken("the workflow's input_schema does not compile"))?;
+    match validator.iter_errors(inputs).next() {
+        None => Ok(()),
+        Some(error) => {
+            let (message, pointer) = violation(&error, "/inputs");
+            Err(DomainError::invalid_at(message, pointer).with_hint(
+                "Fix the inputs to match the workflow's input_schema (see cyberos.cuo.list_workflows).",
+            ))
+        }
     }
-    Err(DomainError::invalid_at(
-        format!("unknown workflow for persona '{persona}'"),
-        "/workflow",
-    )
-    .with_hint("List the persona's workflows with cyberos.cuo.list_workflows."))
 }

@@ -59,35 +59,7 @@ impl Registry {
         let Some(error) = self.validators[index].iter_errors(args).next() else {
             return Ok(());
         };
-        let path = error.instance_path().as_str().to_owned();
-        let (message, pointer) = match error.kind() {
-            jsonschema::error::ValidationErrorKind::Required { property } => {
-                let name = property.as_str().unwrap_or_default();
-                (
-                    format!("missing required argument '{}'", clip(name, 64)),
-                    format!("{path}/{}", escape(name)),
-                )
-            }
-            jsonschema::error::ValidationErrorKind::AdditionalProperties { unexpected } => {
-                let name = unexpected.first().map(String::as_str).unwrap_or_default();
-                (
-                    format!("unknown argument '{}'", clip(name, 64)),
-                    format!("{path}/{}", escape(name)),
-                )
-            }
-            _ => {
-                let detail = error.to_string();
-                let at = if path.is_empty() {
-                    "the arguments"
-                } else {
-                    path.as_str()
-                };
-                (
-                    format!("invalid value at {}: {}", clip(at, 128), clip(&detail, 200)),
-                    path.clone(),
-                )
-            }
-        };
+        let (message, pointer) = violation(&error, "");
         let hint = format!(
             "Fix {} to match the input schema of {} (see tools/list).",
             if pointer.is_empty() {
@@ -98,6 +70,41 @@ impl Registry {
             tool.name()
         );
         Err(DomainError::invalid_at(message, pointer).with_hint(hint))
+    }
+}
+
+/// A user-safe message for `error` and the JSON pointer of the value at fault, under
+/// `prefix` (the pointer of the validated value within the arguments). Values are never
+/// quoted whole: only names, clipped, and the validator's text, clipped.
+pub(crate) fn violation(error: &jsonschema::ValidationError<'_>, prefix: &str) -> (String, String) {
+    let path = format!("{prefix}{}", error.instance_path().as_str());
+    match error.kind() {
+        jsonschema::error::ValidationErrorKind::Required { property } => {
+            let name = property.as_str().unwrap_or_default();
+            (
+                format!("missing required argument '{}'", clip(name, 64)),
+                format!("{path}/{}", escape(name)),
+            )
+        }
+        jsonschema::error::ValidationErrorKind::AdditionalProperties { unexpected } => {
+            let name = unexpected.first().map(String::as_str).unwrap_or_default();
+            (
+                format!("unknown argument '{}'", clip(name, 64)),
+                format!("{path}/{}", escape(name)),
+            )
+        }
+        _ => {
+            let detail = error.to_string();
+            let at = if path.is_empty() {
+                "the arguments"
+            } else {
+                path.as_str()
+            };
+            (
+                format!("invalid value at {}: {}", clip(at, 128), clip(&detail, 200)),
+                path.clone(),
+            )
+        }
     }
 }
 

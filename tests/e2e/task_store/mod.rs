@@ -12,6 +12,7 @@
 //! (`postgres_migrate`).
 
 mod contract;
+mod limits;
 mod postgres;
 mod postgres_guard;
 mod postgres_migrate;
@@ -73,6 +74,7 @@ pub(crate) fn running(tenant: TenantId, created: i64, owner: &str) -> NewTask {
         ),
         owner: owner.to_owned(),
         lease_until: at(created + 30_000),
+        max_stored: 1000,
     }
 }
 

@@ -12,8 +12,17 @@ use cyberos_mcp_bridge::domain::{ErrorClass, JsonText, TaskId, Timestamp};
 use cyberos_mcp_bridge::ports::{ConfirmationLedger, StopSink, TaskStore};
 
 use super::contract::{ledger_contract, task_store_contract};
+use super::limits::storage_limits_contract;
 use super::{at, outcome, running, task_id, tenant};
 use crate::support::pg::{TestDb, count};
+
+#[tokio::test]
+async fn the_postgres_store_meets_the_storage_limits() {
+    let Some(db) = TestDb::migrated().await else {
+        return;
+    };
+    storage_limits_contract(&db.store().await).await;
+}
 
 #[tokio::test]
 async fn the_postgres_store_meets_the_task_store_contract() {

@@ -3,6 +3,7 @@
 use cyberos_mcp_bridge::adapters::sqlite::SqliteStore;
 
 use super::contract::{ledger_contract, task_store_contract};
+use super::limits::storage_limits_contract;
 
 #[tokio::test]
 async fn the_sqlite_store_meets_the_task_store_contract() {
@@ -20,4 +21,13 @@ async fn the_sqlite_store_meets_the_ledger_contract() {
         .await
         .unwrap();
     ledger_contract(&store).await;
+}
+
+#[tokio::test]
+async fn the_sqlite_store_meets_the_storage_limits() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(&dir.path().join("bridge.sqlite3"))
+        .await
+        .unwrap();
+    storage_limits_contract(&store).await;
 }

@@ -7,6 +7,7 @@
 mod cancel;
 mod instances;
 mod lifecycle;
+mod limits;
 mod tenants;
 mod upstreams;
 
