@@ -12,6 +12,8 @@ use crate::domain::{DomainError, Upstream};
 
 /// Minimum time between JWKS fetches triggered by an unknown `kid`.
 pub const REFETCH_EVERY: Duration = Duration::from_secs(5);
+/// Largest JWKS body read; a longer one is refused after reading at most this much.
+pub const MAX_JWKS_BYTES: usize = 1024 * 1024;
 
 /// Keys fetched from a JWKS URL.
 pub(super) struct Jwks {
@@ -108,7 +110,7 @@ impl Jwks {
     }
 
     async fn fetch(&self) -> Result<Vec<VerifyingKey>, String> {
-        let resp = self
+        let mut resp = self
             .http
             .get(self.url.clone())
             .send()
@@ -117,12 +119,25 @@ impl Jwks {
         if !resp.status().is_success() {
             return Err(format!("the JWKS URL answered {}", resp.status()));
         }
-        let bytes = resp
-            .bytes()
+        let too_large = || format!("the JWKS is larger than {MAX_JWKS_BYTES} bytes");
+        if resp
+            .content_length()
+            .is_some_and(|n| n > MAX_JWKS_BYTES as u64)
+        {
+            return Err(too_large());
+        }
+        // Read chunk by chunk so an oversized or endless body costs at most the cap;
+        // dropping the response closes the connection.
+        let mut bytes = Vec::new();
+        while let Some(chunk) = resp
+            .chunk()
             .await
-            .map_err(|e| format!("read failed: {e}"))?;
-        if bytes.len() > 1024 * 1024 {
-            return Err("the JWKS is larger than 1 MiB".into());
+            .map_err(|e| format!("read failed: {e}"))?
+        {
+            if bytes.len() + chunk.len() > MAX_JWKS_BYTES {
+                return Err(too_large());
+            }
+            bytes.extend_from_slice(&chunk);
         }
         let set: JwkSet = serde_json::from_slice(&bytes).map_err(|e| format!("not a JWKS: {e}"))?;
         Ok(set.keys.iter().filter_map(VerifyingKey::from_jwk).collect())
