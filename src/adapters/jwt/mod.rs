@@ -2,9 +2,10 @@
 //! its own algorithm allow-list (never taken from the token header alone, never `none`).
 //!
 //! `iss`, `aud`, `exp` and `sub` are required, `nbf` is checked when present, leeway is
-//! 30 s. JWKS keys are cached by `kid`; an unknown `kid` triggers at most one refetch per
-//! [`REFETCH_EVERY`], and cached keys keep serving while the identity provider is down.
-//! `jku`/`x5u` headers are ignored and symmetric JWKs are skipped.
+//! 30 s. JWKS keys are cached by `kid` and refreshed on a timer (`jwks.rs`); an unknown
+//! `kid` triggers at most one refetch per [`REFETCH_EVERY`], and the last good set keeps
+//! serving while the identity provider is down. `jku`/`x5u` headers are ignored;
+//! symmetric and encryption (`use: enc`) JWKs are skipped.
 
 mod jwks;
 mod keys;
@@ -17,7 +18,7 @@ use crate::domain::{DomainError, Principal, Scope, TenantId, Timestamp, TokenRej
 use crate::ports::TokenVerifier;
 use jwks::Jwks;
 
-pub use jwks::REFETCH_EVERY;
+pub use jwks::{REFETCH_EVERY, REFRESH_DEFAULT, REFRESH_MAX, REFRESH_MIN};
 pub use keys::VerifyingKey;
 
 /// Tokens longer than this are refused before any parsing.

@@ -7,7 +7,7 @@ use jsonwebtoken::{Algorithm, EncodingKey};
 use crate::support::assert_envelope;
 use crate::support::jwks_server::{JwksServer, Reply};
 use std::path::PathBuf;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
@@ -66,42 +66,35 @@ pub(super) fn jwk(key_file: &str, kid: &str) -> Value {
 #[test]
 fn jwks_keys_are_cached_by_kid_rotated_on_an_unknown_kid_and_kept_when_the_idp_is_down() {
     let server = JwksServer::start(jwk("rsa.key", "k1"));
-    let dir = tempfile::tempdir().unwrap();
-    let token_file = dir.path().join("token");
-    std::fs::write(&token_file, "").unwrap();
-    let mut b = Bridge::spawn_with_env(
-        &[
-            "--jwks-url",
-            &server.url,
-            "--jwt-issuer",
-            ISSUER,
-            "--token-file",
-            token_file.to_str().unwrap(),
-        ],
-        &[],
-    );
-    b.initialize();
-    let mut call = |token: &str| {
-        std::fs::write(&token_file, token).unwrap();
-        b.call("cyberos.skill.list_skills", json!({}))
-    };
+    let mut b = JwksBridge::start(&server.url);
     let k1 = rs256(&claims(TENANT_A, ALL), Some("k1"), "rsa.key");
-    assert!(call(&k1)["result"].is_object());
+    assert!(b.call(&k1)["result"].is_object());
     // A different key claiming the known kid fails its signature.
     let forged = rs256(&claims(TENANT_A, ALL), Some("k1"), "rsa2.key");
-    assert_eq!(call(&forged)["error"]["message"], "invalid token");
+    assert_eq!(b.call(&forged)["error"]["message"], "invalid token");
     // The IdP goes down: cached keys keep serving.
     server.set(Value::Null);
-    assert!(call(&k1)["result"].is_object());
-    // Rotation: the IdP now publishes k2 only; an unknown kid triggers one refetch once
-    // the rate limit allows it.
+    assert!(b.call(&k1)["result"].is_object());
+    // Rotation: the IdP now publishes k2 only. The timer waits its default 5 minutes
+    // (no max-age), so only the unknown kid can fetch k2, once the 5 s rate limit allows:
+    // poll until k2 verifies.
     server.set(jwk("rsa2.key", "k2"));
-    std::thread::sleep(Duration::from_millis(5200));
+    let before = server.fetches();
     let k2 = rs256(&claims(TENANT_A, ALL), Some("k2"), "rsa2.key");
-    let rotated = call(&k2);
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let rotated = loop {
+        let resp = b.call(&k2);
+        if resp["result"].is_object() || Instant::now() > deadline {
+            break resp;
+        }
+        std::thread::sleep(Duration::from_millis(250));
+    };
     assert!(rotated["result"].is_object(), "{rotated}");
+    // Some twenty unknown-kid calls made one fetch.
+    assert_eq!(server.fetches(), before + 1);
     let unknown = rs256(&claims(TENANT_A, ALL), Some("k9"), "rsa2.key");
-    assert_eq!(call(&unknown)["error"]["message"], "invalid token");
+    assert_eq!(b.call(&unknown)["error"]["message"], "invalid token");
+    assert_eq!(server.fetches(), before + 1, "rate-limited");
 }
 
 /// Peak resident memory of a process, from /proc.
@@ -130,7 +123,10 @@ fn an_oversized_jwks_is_refused_after_reading_about_the_cap_without_buffering_it
             .wait_oversized_closed(Duration::from_secs(10))
             .expect("the bridge closes the connection");
         assert!(cut_off, "the whole {TOTAL}-byte body was read");
-        assert!(sent < 32 << 20, "{sent} bytes taken (declare_length {declare_length})");
+        assert!(
+            sent < 32 << 20,
+            "{sent} bytes taken (declare_length {declare_length})"
+        );
         // Buffering the body whole would take at least its 96 MiB.
         let peak = vm_hwm_kib(b.bridge.pid());
         eprintln!("declare_length {declare_length}: {sent} bytes taken, peak RSS {peak} KiB");

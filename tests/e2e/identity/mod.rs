@@ -1,10 +1,12 @@
 //! Identity through the built binary: bad tokens of every kind, scopes, tenants, rotation
 //! of the stdio token file (`tokens`), dev keys and dev tokens (`dev`), confirmation
-//! tokens and elicitation (`confirmation`), JWKS with key rotation (`jwks`).
+//! tokens and elicitation (`confirmation`), JWKS with key rotation and size limits (`jwks`),
+//! JWKS refresh on a timer (`jwks_refresh`).
 
 mod confirmation;
 mod dev;
 mod jwks;
+mod jwks_refresh;
 mod tokens;
 
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
