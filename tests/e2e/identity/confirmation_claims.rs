@@ -11,6 +11,9 @@ use super::{ALL, ISSUER, TENANT_A, Verified, assert_denied_without_leak, claims,
 
 const TOOL: &str = "cyberos.memory.append_audit";
 
+/// A refusal case: its name, how it changes a good token's claims, the expected message.
+type Case = (&'static str, Box<dyn FnOnce(&mut Value)>, &'static str);
+
 /// A confirmation token for `args`, signed like the bearer, changed by `edit`.
 fn confirmation(args: &Value, jti: &str, edit: impl FnOnce(&mut Value)) -> String {
     let mut c = json!({
@@ -36,7 +39,7 @@ fn confirmation_tokens_need_the_audience_the_purpose_the_caller_and_a_bounded_ex
     let mut v = Verified::start(&[]);
     let args = json!({"kind": "decision", "body": {"adr": 9}});
     let year = 365 * 24 * 3600;
-    let cases: Vec<(&str, Box<dyn FnOnce(&mut Value)>, &str)> = vec![
+    let cases: Vec<Case> = vec![
         (
             "wrong aud",
             Box::new(|c| c["aud"] = json!("another-service")),
