@@ -92,8 +92,8 @@ impl DevKey {
         }))
     }
 
-    /// A single-use confirmation token for one call of `tool` with the arguments whose
-    /// canonical hash is `args_sha256`, valid at most five minutes.
+    /// A single-use confirmation token for one call of `tool` by `sub` with the arguments
+    /// whose canonical hash is `args_sha256`, valid at most five minutes.
     ///
     /// # Errors
     /// As for [`DevKey::bearer_token`].
@@ -109,7 +109,7 @@ impl DevKey {
         let now = chrono::Utc::now().timestamp();
         self.sign(&json!({
             "iss": DEV_ISSUER, "aud": audience, "sub": sub, "tenant_id": tenant,
-            "tool": tool, "args_sha256": args_sha256,
+            "purpose": crate::domain::confirm::PURPOSE, "tool": tool, "args_sha256": args_sha256,
             "jti": jti()?, "iat": now, "exp": now + ttl_s.min(300)
         }))
     }

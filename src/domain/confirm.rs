@@ -1,17 +1,28 @@
 //! Confirmation of calls with destructive or external effects (CONTRACT §5), as pure rules.
 
-use crate::domain::{DomainError, Principal, TenantId, Timestamp, ToolSpec};
+use crate::domain::{DomainError, Principal, TenantId, Timestamp, TokenRejection, ToolSpec};
 
 /// Longest lifetime a confirmation token may have (CONTRACT §5).
 pub const MAX_TOKEN_LIFETIME_MS: i64 = 5 * 60 * 1000;
 /// Clock skew tolerated when checking that lifetime.
 const SKEW_MS: i64 = 30 * 1000;
+/// The `purpose` claim's value that makes a JWT a confirmation token. It keeps the two
+/// kinds apart: a bearer token is never a confirmation, and a token with this purpose is
+/// never accepted as a bearer token.
+pub const PURPOSE: &str = "com.cyberos/confirmation";
+
+const MINT_HINT: &str = "Mint a new confirmation token for exactly this tool and these arguments \
+     (aud: this bridge, sub: you, purpose: \"com.cyberos/confirmation\", exp at most 5 minutes ahead), then retry.";
 
 /// The verified claims of a confirmation token.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConfirmationClaims {
     /// The tenant it was minted for.
     pub tenant: TenantId,
+    /// The user it was minted for (`sub`).
+    pub subject: String,
+    /// The `purpose` claim, when present.
+    pub purpose: Option<String>,
     /// The tool it confirms.
     pub tool: String,
     /// Hex SHA-256 of the RFC 8785 canonical JSON of the arguments.
@@ -24,8 +35,8 @@ pub struct ConfirmationClaims {
     pub issued_at: Option<Timestamp>,
 }
 
-/// Checks a verified confirmation token against the call it is presented with. The
-/// caller then claims the `jti` once.
+/// Checks a verified confirmation token against the call it is presented with and the
+/// clock. The caller then claims the `jti` once.
 pub fn check_token(
     claims: &ConfirmationClaims,
     principal: &Principal,
@@ -36,11 +47,17 @@ pub fn check_token(
     let refuse = |why: &str| {
         Err(DomainError::denied(
             format!("the confirmation token {why}"),
-            "Mint a new confirmation token for exactly this tool and these arguments, then retry.",
+            MINT_HINT,
         ))
     };
+    if claims.purpose.as_deref() != Some(PURPOSE) {
+        return refuse("lacks the purpose \"com.cyberos/confirmation\"");
+    }
     if claims.tenant != principal.tenant {
         return refuse("was issued for another tenant");
+    }
+    if claims.subject != principal.actor {
+        return refuse("was issued to another user");
     }
     if claims.tool != tool {
         return refuse("confirms another tool");
@@ -48,17 +65,42 @@ pub fn check_token(
     if !claims.args_sha256.eq_ignore_ascii_case(args_sha256) {
         return refuse("confirms other arguments");
     }
-    if claims.expires_at <= now {
+    let (now_ms, exp_ms) = (now.unix_millis(), claims.expires_at.unix_millis());
+    if exp_ms <= now_ms {
         return refuse("has expired");
     }
-    let lifetime = match claims.issued_at {
-        Some(iat) => claims.expires_at.unix_millis() - iat.unix_millis(),
-        None => claims.expires_at.unix_millis() - now.unix_millis(),
-    };
-    if lifetime > MAX_TOKEN_LIFETIME_MS + SKEW_MS {
+    // The bound is against the clock: `iat` is the minter's word and may lie.
+    if exp_ms - now_ms > MAX_TOKEN_LIFETIME_MS + SKEW_MS {
         return refuse("lives longer than 5 minutes");
     }
+    if let Some(iat) = claims.issued_at.map(Timestamp::unix_millis) {
+        if iat > now_ms + SKEW_MS {
+            return refuse("is dated in the future (iat)");
+        }
+        if exp_ms - iat > MAX_TOKEN_LIFETIME_MS + SKEW_MS {
+            return refuse("lives longer than 5 minutes");
+        }
+    }
     Ok(())
+}
+
+/// The user-safe error for a confirmation token the verifier refused (the log line has
+/// the precise reason).
+pub fn token_rejected(rejection: TokenRejection) -> DomainError {
+    let message = match rejection {
+        TokenRejection::Expired => "the confirmation token has expired".to_owned(),
+        TokenRejection::NotYetValid => "the confirmation token is not valid yet".to_owned(),
+        TokenRejection::WrongAudience => {
+            "the confirmation token was not issued for this bridge (aud)".to_owned()
+        }
+        // Only names from the verifier's fixed list of required claims reach here.
+        TokenRejection::MissingClaim(claim) => {
+            format!("the confirmation token lacks the {claim} claim")
+        }
+        TokenRejection::BadTenant => "the confirmation token has no valid tenant_id".to_owned(),
+        _ => "the confirmation token is not valid".to_owned(),
+    };
+    DomainError::denied(message, MINT_HINT)
 }
 
 /// How a call was confirmed, recorded in the log.
@@ -142,6 +184,8 @@ mod tests {
     fn claims() -> ConfirmationClaims {
         ConfirmationClaims {
             tenant: TenantId::parse(TENANT).unwrap(),
+            subject: "a".into(),
+            purpose: Some(PURPOSE.into()),
             tool: "cyberos.memory.append_audit".into(),
             args_sha256: "ab".repeat(32),
             jti: "j1".into(),
@@ -165,6 +209,12 @@ mod tests {
         assert!(check(&claims()).is_ok());
     }
 
+    fn refused(c: &ConfirmationClaims) -> String {
+        let err = check(c).unwrap_err();
+        assert_eq!(err.class(), ErrorClass::AuthzDenied, "{c:?}");
+        err.to_string()
+    }
+
     #[test]
     fn a_token_for_anything_else_is_refused() {
         let other_tenant = ConfirmationClaims {
@@ -179,31 +229,92 @@ mod tests {
             args_sha256: "cd".repeat(32),
             ..claims()
         };
+        assert!(refused(&other_tenant).contains("another tenant"));
+        assert!(refused(&other_tool).contains("another tool"));
+        assert!(refused(&other_args).contains("other arguments"));
+    }
+
+    #[test]
+    fn the_purpose_claim_is_required() {
+        for purpose in [None, Some(String::new()), Some("access".into())] {
+            let c = ConfirmationClaims {
+                purpose,
+                ..claims()
+            };
+            assert!(refused(&c).contains("purpose"), "{c:?}");
+        }
+    }
+
+    #[test]
+    fn the_token_binds_the_caller() {
+        let c = ConfirmationClaims {
+            subject: "someone-else".into(),
+            ..claims()
+        };
+        let message = refused(&c);
+        assert!(message.contains("another user"), "{message}");
+        assert!(!message.contains("someone-else"), "{message}");
+    }
+
+    #[test]
+    fn expiry_is_bounded_against_the_clock_not_against_iat() {
         let expired = ConfirmationClaims {
             expires_at: NOW,
             ..claims()
         };
-        let long_lived = ConfirmationClaims {
+        assert!(refused(&expired).contains("expired"));
+        // iat a year ahead with a 4-minute "lifetime": valid for a year by iat alone.
+        let year = 365 * 24 * 3600 * 1000;
+        let far = ConfirmationClaims {
+            issued_at: Some(NOW.plus_millis(year)),
+            expires_at: NOW.plus_millis(year + 240_000),
+            ..claims()
+        };
+        assert!(refused(&far).contains("longer than 5 minutes"));
+        let long_lived_no_iat = ConfirmationClaims {
+            issued_at: None,
             expires_at: NOW.plus_millis(10 * 60_000),
             ..claims()
         };
-        let long_lived_no_iat = ConfirmationClaims {
-            issued_at: None,
-            ..long_lived.clone()
+        assert!(refused(&long_lived_no_iat).contains("longer than 5 minutes"));
+        // Minted for 10 minutes, 6 already gone: still more than 5 minutes of lifetime.
+        let long_lived = ConfirmationClaims {
+            issued_at: Some(NOW.plus_millis(-6 * 60_000)),
+            expires_at: NOW.plus_millis(4 * 60_000),
+            ..claims()
         };
-        for c in [
-            other_tenant,
-            other_tool,
-            other_args,
-            expired,
-            long_lived,
-            long_lived_no_iat,
+        assert!(refused(&long_lived).contains("longer than 5 minutes"));
+        let dated_ahead = ConfirmationClaims {
+            issued_at: Some(NOW.plus_millis(60_000)),
+            ..claims()
+        };
+        assert!(refused(&dated_ahead).contains("future"));
+        // Exactly 5 minutes ahead, and within the skew, are fine.
+        for ahead in [MAX_TOKEN_LIFETIME_MS, MAX_TOKEN_LIFETIME_MS + SKEW_MS] {
+            let edge = ConfirmationClaims {
+                issued_at: None,
+                expires_at: NOW.plus_millis(ahead),
+                ..claims()
+            };
+            assert!(check(&edge).is_ok(), "{ahead}");
+        }
+    }
+
+    #[test]
+    fn verifier_refusals_name_the_confirmation_token_and_stay_user_safe() {
+        for (r, words) in [
+            (TokenRejection::WrongAudience, "not issued for this bridge"),
+            (TokenRejection::Expired, "expired"),
+            (
+                TokenRejection::MissingClaim("aud".into()),
+                "lacks the aud claim",
+            ),
+            (TokenRejection::BadSignature, "not valid"),
         ] {
-            assert_eq!(
-                check(&c).unwrap_err().class(),
-                ErrorClass::AuthzDenied,
-                "{c:?}"
-            );
+            let err = token_rejected(r);
+            assert_eq!(err.class(), ErrorClass::AuthzDenied);
+            assert!(err.to_string().contains(words), "{err}");
+            assert!(err.to_string().starts_with("the confirmation token"));
         }
     }
 

@@ -100,6 +100,8 @@ pub enum TokenRejection {
     MissingClaim(String),
     /// `tenant_id` is absent or not a UUID.
     BadTenant,
+    /// A confirmation token (its `purpose` claim) presented as a bearer token.
+    ConfirmationAsBearer,
 }
 
 impl TokenRejection {
@@ -118,6 +120,9 @@ impl TokenRejection {
             TokenRejection::WrongAudience => "audience mismatch".into(),
             TokenRejection::MissingClaim(c) => format!("missing claim {c}"),
             TokenRejection::BadTenant => "tenant_id missing or not a UUID".into(),
+            TokenRejection::ConfirmationAsBearer => {
+                "a confirmation token presented as a bearer token".into()
+            }
         }
     }
 

@@ -1,7 +1,10 @@
 //! Verification keys and the algorithms each may verify: from a PEM file, a JWK or the
-//! dev key. Symmetric JWKs are never accepted.
+//! dev key. Symmetric JWKs, and JWKs published for anything but signatures (`use` other
+//! than `sig`, or `key_ops` without `verify`), are never accepted.
 
-use jsonwebtoken::jwk::{AlgorithmParameters, EllipticCurve, Jwk, KeyAlgorithm};
+use jsonwebtoken::jwk::{
+    AlgorithmParameters, EllipticCurve, Jwk, KeyAlgorithm, KeyOperations, PublicKeyUse,
+};
 use jsonwebtoken::{Algorithm, DecodingKey};
 
 /// A verification key and the algorithms it may verify.
@@ -47,6 +50,21 @@ impl VerifyingKey {
 
     pub(super) fn from_jwk(jwk: &Jwk) -> Option<VerifyingKey> {
         use Algorithm::*;
+        // An encryption key must not verify signatures (RFC 7517 §4.2, §4.3).
+        if !matches!(
+            jwk.common.public_key_use,
+            None | Some(PublicKeyUse::Signature)
+        ) {
+            return None;
+        }
+        if jwk
+            .common
+            .key_operations
+            .as_ref()
+            .is_some_and(|ops| !ops.contains(&KeyOperations::Verify))
+        {
+            return None;
+        }
         let algorithms = match (&jwk.algorithm, jwk.common.key_algorithm) {
             // Symmetric keys would let anyone holding the JWKS forge tokens.
             (AlgorithmParameters::OctetKey(_), _) => return None,

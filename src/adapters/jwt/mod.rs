@@ -2,9 +2,10 @@
 //! its own algorithm allow-list (never taken from the token header alone, never `none`).
 //!
 //! `iss`, `aud`, `exp` and `sub` are required, `nbf` is checked when present, leeway is
-//! 30 s. JWKS keys are cached by `kid`; an unknown `kid` triggers at most one refetch per
-//! [`REFETCH_EVERY`], and cached keys keep serving while the identity provider is down.
-//! `jku`/`x5u` headers are ignored and symmetric JWKs are skipped.
+//! 30 s. JWKS keys are cached by `kid` and refreshed on a timer (`jwks.rs`); an unknown
+//! `kid` triggers at most one refetch per [`REFETCH_EVERY`], and the last good set keeps
+//! serving while the identity provider is down. `jku`/`x5u` headers are ignored;
+//! symmetric and encryption (`use: enc`) JWKs are skipped.
 
 mod jwks;
 mod keys;
@@ -12,12 +13,12 @@ mod keys;
 use jsonwebtoken::{Validation, errors::ErrorKind};
 use serde::Deserialize;
 
-use crate::domain::confirm::ConfirmationClaims;
+use crate::domain::confirm::{self, ConfirmationClaims};
 use crate::domain::{DomainError, Principal, Scope, TenantId, Timestamp, TokenRejection};
 use crate::ports::TokenVerifier;
 use jwks::Jwks;
 
-pub use jwks::REFETCH_EVERY;
+pub use jwks::{REFETCH_EVERY, REFRESH_DEFAULT, REFRESH_MAX, REFRESH_MIN};
 pub use keys::VerifyingKey;
 
 /// Tokens longer than this are refused before any parsing.
@@ -71,6 +72,7 @@ struct Peek {
 #[derive(Deserialize)]
 struct BearerClaims {
     sub: String,
+    purpose: Option<String>,
     tenant_id: Option<String>,
     scope: Option<String>,
     scp: Option<Vec<String>>,
@@ -78,6 +80,8 @@ struct BearerClaims {
 
 #[derive(Deserialize)]
 struct ConfirmClaims {
+    sub: String,
+    purpose: Option<String>,
     tenant_id: Option<String>,
     tool: String,
     args_sha256: String,
@@ -95,17 +99,14 @@ impl JwtVerifier {
         }
     }
 
-    /// Verifies signature, issuer, audience (when `need_aud`), expiry and `nbf`, then
-    /// decodes the claims.
+    /// Verifies signature, issuer, audience, expiry and `nbf`, then decodes the claims;
+    /// a refusal is logged and turned into an error by `on_reject`.
     async fn decode<T: serde::de::DeserializeOwned>(
         &self,
         token: &str,
-        required: &[&str],
+        on_reject: OnReject,
     ) -> Result<T, DomainError> {
-        let reject = |r: TokenRejection| {
-            tracing::info!(reason = %r.reason(), "token rejected");
-            r.into_error()
-        };
+        let reject = |r: TokenRejection| refuse(r, on_reject);
         if token.is_empty() {
             return Err(reject(TokenRejection::Missing));
         }
@@ -141,8 +142,8 @@ impl JwtVerifier {
             let mut v = Validation::new(header.alg);
             v.set_issuer(&[&issuer.name]);
             v.set_audience(&[&self.audience]);
-            v.validate_aud = required.contains(&"aud");
-            v.set_required_spec_claims(required);
+            v.validate_aud = true;
+            v.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
             v.leeway = LEEWAY_S;
             v.validate_nbf = true;
             match jsonwebtoken::decode::<T>(token, &key.key, &v) {
@@ -171,18 +172,29 @@ impl JwtVerifier {
     }
 }
 
-fn tenant(claim: Option<&str>) -> Result<TenantId, DomainError> {
-    claim.and_then(|t| TenantId::parse(t).ok()).ok_or_else(|| {
-        tracing::info!(reason = %TokenRejection::BadTenant.reason(), "token rejected");
-        TokenRejection::BadTenant.into_error()
-    })
+/// How a refusal becomes the caller's error: bearer and confirmation tokens word it apart.
+type OnReject = fn(TokenRejection) -> DomainError;
+
+fn refuse(r: TokenRejection, on_reject: OnReject) -> DomainError {
+    tracing::info!(reason = %r.reason(), "token rejected");
+    on_reject(r)
+}
+
+fn tenant(claim: Option<&str>, on_reject: OnReject) -> Result<TenantId, DomainError> {
+    claim
+        .and_then(|t| TenantId::parse(t).ok())
+        .ok_or_else(|| refuse(TokenRejection::BadTenant, on_reject))
 }
 
 #[async_trait::async_trait]
 impl TokenVerifier for JwtVerifier {
     async fn verify(&self, token: &str) -> Result<Principal, DomainError> {
-        let claims: BearerClaims = self.decode(token, &["exp", "iss", "aud", "sub"]).await?;
-        let tenant = tenant(claims.tenant_id.as_deref())?;
+        let bearer: OnReject = TokenRejection::into_error;
+        let claims: BearerClaims = self.decode(token, bearer).await?;
+        if claims.purpose.as_deref() == Some(confirm::PURPOSE) {
+            return Err(refuse(TokenRejection::ConfirmationAsBearer, bearer));
+        }
+        let tenant = tenant(claims.tenant_id.as_deref(), bearer)?;
         let scopes = match (claims.scope, claims.scp) {
             (Some(s), _) => Scope::parse_list(&s),
             (None, Some(list)) => list.iter().filter_map(|w| Scope::parse(w)).collect(),
@@ -196,9 +208,11 @@ impl TokenVerifier for JwtVerifier {
     }
 
     async fn verify_confirmation(&self, token: &str) -> Result<ConfirmationClaims, DomainError> {
-        let c: ConfirmClaims = self.decode(token, &["exp", "iss"]).await?;
+        let c: ConfirmClaims = self.decode(token, confirm::token_rejected).await?;
         Ok(ConfirmationClaims {
-            tenant: tenant(c.tenant_id.as_deref())?,
+            tenant: tenant(c.tenant_id.as_deref(), confirm::token_rejected)?,
+            subject: c.sub,
+            purpose: c.purpose,
             tool: c.tool,
             args_sha256: c.args_sha256,
             jti: c.jti,

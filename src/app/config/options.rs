@@ -54,8 +54,9 @@ pub enum Command {
         /// Lifetime, e.g. 30s, 15m, 1h, 30d (default 1h; at most 5m with --confirm).
         #[arg(long, default_value = "1h")]
         ttl: String,
-        /// Subject (actor).
-        #[arg(long, default_value = "dev-user")]
+        /// Subject (actor); the default is the --dev token's, so confirmation tokens
+        /// minted without --sub confirm that token's calls.
+        #[arg(long, default_value = "local-dev")]
         sub: String,
         /// Mint a confirmation token for this tool instead of a bearer token.
         #[arg(long, value_name = "TOOL", requires = "args")]

@@ -1,10 +1,14 @@
 //! Identity through the built binary: bad tokens of every kind, scopes, tenants, rotation
 //! of the stdio token file (`tokens`), dev keys and dev tokens (`dev`), confirmation
-//! tokens and elicitation (`confirmation`), JWKS with key rotation (`jwks`).
+//! tokens and elicitation (`confirmation`), their required claims
+//! (`confirmation_claims`), JWKS with key rotation and size limits (`jwks`), and JWKS
+//! refresh on a timer (`jwks_refresh`).
 
 mod confirmation;
+mod confirmation_claims;
 mod dev;
 mod jwks;
+mod jwks_refresh;
 mod tokens;
 
 use jsonwebtoken::{Algorithm, EncodingKey, Header};

@@ -4,7 +4,7 @@
 use serde_json::json;
 
 use cyberos_mcp_bridge::app::tools::confirmation::args_sha256;
-use cyberos_mcp_bridge::domain::confirm::ConfirmationClaims;
+use cyberos_mcp_bridge::domain::confirm::{ConfirmationClaims, PURPOSE};
 use cyberos_mcp_bridge::domain::cuo::{Persona, Route, Workflow};
 use cyberos_mcp_bridge::domain::memory::{AuditPage, AuditReceipt};
 use cyberos_mcp_bridge::domain::task::{Task, TaskStatus};
@@ -131,6 +131,8 @@ async fn a_confirmation_token_is_claimed_in_the_tokens_tenant() {
     let args = json!({"kind": "decision", "body": {"x": 1}});
     let claims = ConfirmationClaims {
         tenant: tenant(),
+        subject: "alice".into(),
+        purpose: Some(PURPOSE.into()),
         tool: "cyberos.memory.append_audit".into(),
         args_sha256: args_sha256(&args),
         jti: "j-1".into(),

@@ -5,7 +5,7 @@
 use serde_json::{Value, json};
 
 use cyberos_mcp_bridge::app::tools::confirmation::args_sha256;
-use cyberos_mcp_bridge::domain::confirm::ConfirmationClaims;
+use cyberos_mcp_bridge::domain::confirm::{ConfirmationClaims, PURPOSE};
 
 use super::{NOW, start, tenant, verifier};
 use crate::support::assert_envelope;
@@ -118,6 +118,8 @@ async fn an_unconfirmed_append_touches_no_port() {
 async fn a_confirmation_token_for_other_arguments_reaches_neither_ledger_nor_log() {
     let claims = ConfirmationClaims {
         tenant: tenant(),
+        subject: "alice".into(),
+        purpose: Some(PURPOSE.into()),
         tool: "cyberos.memory.append_audit".into(),
         args_sha256: args_sha256(&json!({"kind": "decision", "body": {"x": 1}})),
         jti: "j-1".into(),
