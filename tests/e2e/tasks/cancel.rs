@@ -163,3 +163,63 @@ fn cancelling_a_skill_kills_its_child_and_grandchild() {
         wait_gone(&pids, DIES_WITHIN);
     }
 }
+
+/// The pids of the bridge's direct children.
+fn children_of(parent: i32) -> Vec<i32> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        let ppid = stat
+            .rsplit(')')
+            .next()
+            .and_then(|rest| rest.split_whitespace().nth(1))
+            .and_then(|p| p.parse::<i32>().ok());
+        if ppid == Some(parent) {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+#[test]
+fn everything_the_bridge_started_dies_with_a_kill_9_of_the_bridge() {
+    let dir = tempfile::tempdir().unwrap();
+    let skills = spawning_skill(dir.path());
+    let mut b = Bridge::initialized(&["--skills-dir", skills.to_str().unwrap()]);
+    let resp = b.call(
+        "cyberos.skill.invoke_skill",
+        json!({"skill": "spawner", "inputs": {}}),
+    );
+    assert!(
+        resp["result"]["structuredContent"]["task_id"].is_string(),
+        "{resp}"
+    );
+    let pid_file = dir.path().join("pids");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while std::fs::read_to_string(&pid_file).map_or(true, |s| !s.ends_with('\n')) {
+        assert!(Instant::now() < deadline, "the entrypoint never started");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let mut pids: Vec<i32> = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .split_whitespace()
+        .map(|p| p.parse().unwrap())
+        .collect();
+    // The CUO children (the shared one and the run's), then the entrypoint and the
+    // process it left in the background.
+    let cuo = children_of(b.pid());
+    assert!(!cuo.is_empty(), "no CUO child");
+    pids.extend(cuo);
+    assert!(pids.iter().all(|p| alive(*p)), "{pids:?}");
+    b.kill();
+    wait_gone(&pids, Duration::from_secs(5));
+}
