@@ -1,11 +1,13 @@
 //! Load limits of the HTTP transport: how many requests run at once (more are shed with
-//! 503), how fast one tenant may call tools (a token bucket; more get 429), and how long
-//! a plain request may take.
+//! 503), how many body bytes are buffered at once (more wait, then are shed with 503),
+//! how fast one tenant may call tools (a token bucket; more get 429), and how long a
+//! plain request may take.
 //!
-//! The defaults suit one bridge per host. Three environment variables tune them for
-//! operators and tests (they are transport tuning, not part of the CLI contract):
-//! `CYBEROS_HTTP_MAX_INFLIGHT` (default 1024), `CYBEROS_HTTP_CALL_RATE` (`RATE/BURST`
-//! tools/call per second per tenant, default `50/100`, or `off`), and
+//! The defaults suit one bridge per host. Environment variables tune them for operators
+//! and tests (they are transport tuning, not part of the CLI contract):
+//! `CYBEROS_HTTP_MAX_INFLIGHT` (default 1024), `CYBEROS_HTTP_BODY_BUDGET_MIB` (default
+//! 64, at least 4: one largest body), `CYBEROS_HTTP_CALL_RATE` (`RATE/BURST` tools/call
+//! per second per tenant, default `50/100`, or `off`), and
 //! `CYBEROS_HTTP_REQUEST_TIMEOUT_MS` (default 60000).
 
 use std::collections::HashMap;
@@ -14,14 +16,19 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::Semaphore;
 
+use super::body::Budget;
 use crate::app::config::ConfigError;
 use crate::domain::TenantId;
+
+const MIB: usize = 1024 * 1024;
 
 /// The limits of one listener.
 #[derive(Debug, Clone)]
 pub struct Limits {
     /// Requests in flight across all clients (SSE streams included).
     pub max_inflight: usize,
+    /// Body bytes buffered at once across all requests.
+    pub body_budget: usize,
     /// Per-tenant `tools/call` rate, `None` for unlimited.
     pub call_rate: Option<Rate>,
     /// Deadline of a plain request (not of SSE streams or waits for a task).
@@ -41,6 +48,7 @@ impl Default for Limits {
     fn default() -> Limits {
         Limits {
             max_inflight: 1024,
+            body_budget: 64 * MIB,
             call_rate: Some(Rate {
                 per_second: 50.0,
                 burst: 100.0,
@@ -67,6 +75,19 @@ impl Limits {
                 .ok_or_else(|| {
                     ConfigError(format!(
                         "CYBEROS_HTTP_MAX_INFLIGHT={v:?}: use a number from 1"
+                    ))
+                })?;
+        }
+        if let Some(v) = var("CYBEROS_HTTP_BODY_BUDGET_MIB") {
+            limits.body_budget = v
+                .trim()
+                .parse::<usize>()
+                .ok()
+                .filter(|n| (4..=64 * 1024).contains(n))
+                .map(|n| n * MIB)
+                .ok_or_else(|| {
+                    ConfigError(format!(
+                        "CYBEROS_HTTP_BODY_BUDGET_MIB={v:?}: use a number of MiB from 4 to 65536"
                     ))
                 })?;
         }
@@ -101,10 +122,12 @@ fn parse_rate(s: &str) -> Option<Option<Rate>> {
         .then_some(Some(Rate { per_second, burst }))
 }
 
-/// Shared counters: the in-flight semaphore and the tenants' buckets.
+/// Shared counters: the in-flight semaphore, the body budget and the tenants' buckets.
 pub struct Gauges {
     /// Permits for requests in flight.
     pub inflight: Arc<Semaphore>,
+    /// The bytes of bodies that may be buffered at once.
+    pub body_budget: Budget,
     calls: Option<Buckets>,
 }
 
@@ -113,6 +136,7 @@ impl Gauges {
     pub fn new(limits: &Limits) -> Gauges {
         Gauges {
             inflight: Arc::new(Semaphore::new(limits.max_inflight)),
+            body_budget: Budget::new(limits.body_budget),
             calls: limits.call_rate.map(Buckets::new),
         }
     }

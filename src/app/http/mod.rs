@@ -9,6 +9,7 @@
 //! loop with the connection-level limits axum's own server cannot set.
 
 mod answer;
+mod body;
 mod gate;
 mod limits;
 mod mcp;

@@ -58,6 +58,17 @@ pub fn overloaded() -> Response {
     rpc_error(StatusCode::SERVICE_UNAVAILABLE, None, &err)
 }
 
+/// 503 + `Retry-After`: the bytes of the bodies being read fill the body budget.
+pub fn over_budget() -> Response {
+    let err = envelope(
+        ErrorClass::UpstreamUnavailable,
+        "too many request bodies are being read",
+        "Retry in a second; the bridge buffers a bounded number of body bytes at once.",
+    )
+    .with_retry_after(Duration::from_secs(1));
+    rpc_error(StatusCode::SERVICE_UNAVAILABLE, None, &err)
+}
+
 /// 429 + `Retry-After`: the tenant called tools faster than its rate.
 pub fn rate_limited(id: &RequestId, wait: Duration) -> Response {
     let err = envelope(

@@ -14,6 +14,7 @@ mod shutdown;
 mod sse;
 mod tasks;
 mod trace_context;
+mod unauthenticated;
 
 use serde_json::{Value, json};
 
