@@ -102,8 +102,9 @@ impl JwtVerifier {
         token: &str,
         required: &[&str],
     ) -> Result<T, DomainError> {
+        // The precise reason at debug: the caller logs the refusal itself, rate-limited.
         let reject = |r: TokenRejection| {
-            tracing::info!(reason = %r.reason(), "token rejected");
+            tracing::debug!(reason = %r.reason(), "token rejected");
             r.into_error()
         };
         if token.is_empty() {
@@ -173,7 +174,7 @@ impl JwtVerifier {
 
 fn tenant(claim: Option<&str>) -> Result<TenantId, DomainError> {
     claim.and_then(|t| TenantId::parse(t).ok()).ok_or_else(|| {
-        tracing::info!(reason = %TokenRejection::BadTenant.reason(), "token rejected");
+        tracing::debug!(reason = %TokenRejection::BadTenant.reason(), "token rejected");
         TokenRejection::BadTenant.into_error()
     })
 }

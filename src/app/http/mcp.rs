@@ -204,10 +204,11 @@ fn unauthorized(
         _ => None,
     });
     let trace = telemetry::request_trace_id(call.as_ref(), parent.as_ref());
-    let rpc = {
+    {
         let _in = call.as_ref().map(|c| c.span().enter());
-        RpcError::logged(err, trace)
-    };
+        s.app.identity().log_refusal(err, trace);
+    }
+    let rpc = RpcError::from_domain(err, trace);
     if let Some(call) = &call {
         call.finish(Outcome::Failed(err.class()));
     }

@@ -157,3 +157,54 @@ async fn bodies_beyond_the_byte_budget_get_503_with_retry_after() {
         );
     }
 }
+
+/// Log lines about a refused token (today's and the old wording alike).
+fn refusal_lines(log: &str) -> Vec<&str> {
+    log.lines()
+        .filter(|l| {
+            l.contains("token refused")
+                || l.contains("token rejected")
+                || l.contains("invalid token")
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn refused_tokens_are_logged_once_each_and_rate_limited() {
+    let s = Server::start(&[]);
+    let ping = rpc(1, "ping", json!({}));
+    let began = Instant::now();
+    // One refusal: one line.
+    let reply = s.post(Some("not.a.jwt"), &ping).await;
+    error_body(&reply, 401, -32000, "authz_denied");
+    let started = Instant::now();
+    while refusal_lines(&s.log()).is_empty() {
+        assert!(started.elapsed() < Duration::from_secs(10), "{}", s.log());
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    // A flood of 300 refusals in parallel batches...
+    for _ in 0..10 {
+        let batch = (0..30).map(|_| s.post(Some("not.a.jwt"), &ping));
+        for reply in futures::future::join_all(batch).await {
+            assert_eq!(reply.status, 401);
+        }
+    }
+    // ...then refusals until a line reports how many were suppressed (bounded).
+    let started = Instant::now();
+    let mut sent = 301;
+    while !refusal_lines(&s.log())
+        .iter()
+        .any(|l| l.contains("suppressed"))
+    {
+        assert!(started.elapsed() < Duration::from_secs(10), "{}", s.log());
+        assert_eq!(s.post(Some("not.a.jwt"), &ping).await.status, 401);
+        sent += 1;
+    }
+    // At most five lines a second (plus a partly used second at each end).
+    let lines = refusal_lines(&s.log()).len();
+    let secs = 2 + began.elapsed().as_secs() as usize;
+    assert!(
+        lines <= 5 * secs && lines < sent / 4,
+        "{lines} lines for {sent} refusals"
+    );
+}
