@@ -6,9 +6,11 @@
 //! The defaults suit one bridge per host. Environment variables tune them for operators
 //! and tests (they are transport tuning, not part of the CLI contract):
 //! `CYBEROS_HTTP_MAX_INFLIGHT` (default 1024), `CYBEROS_HTTP_BODY_BUDGET_MIB` (default
-//! 64, at least 4: one largest body), `CYBEROS_HTTP_CALL_RATE` (`RATE/BURST` tools/call
-//! per second per tenant, default `50/100`, or `off`), and
-//! `CYBEROS_HTTP_REQUEST_TIMEOUT_MS` (default 60000).
+//! 64, at least 4: one largest body), `CYBEROS_HTTP_MAX_WAITS` (requests waiting for a
+//! task, default 1024) and `CYBEROS_HTTP_MAX_WAITS_PER_TENANT` (default 16),
+//! `CYBEROS_HTTP_CALL_RATE` (`RATE/BURST` `tools/call` and `tasks/*` per second per
+//! tenant, default `50/100`, or `off`), and `CYBEROS_HTTP_REQUEST_TIMEOUT_MS` (default
+//! 60000).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -17,6 +19,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::Semaphore;
 
 use super::body::Budget;
+use super::waits::Waits;
 use crate::app::config::ConfigError;
 use crate::domain::TenantId;
 
@@ -29,7 +32,11 @@ pub struct Limits {
     pub max_inflight: usize,
     /// Body bytes buffered at once across all requests.
     pub body_budget: usize,
-    /// Per-tenant `tools/call` rate, `None` for unlimited.
+    /// Requests waiting for a task across all clients (they hold no in-flight slot).
+    pub max_waits: usize,
+    /// Requests waiting for a task per tenant.
+    pub max_waits_per_tenant: usize,
+    /// Per-tenant `tools/call` and `tasks/*` rate, `None` for unlimited.
     pub call_rate: Option<Rate>,
     /// Deadline of a plain request (not of SSE streams or waits for a task).
     pub request_timeout: Duration,
@@ -49,6 +56,8 @@ impl Default for Limits {
         Limits {
             max_inflight: 1024,
             body_budget: 64 * MIB,
+            max_waits: 1024,
+            max_waits_per_tenant: 16,
             call_rate: Some(Rate {
                 per_second: 50.0,
                 burst: 100.0,
@@ -66,17 +75,25 @@ impl Limits {
     pub fn from_env() -> Result<Limits, ConfigError> {
         let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
         let mut limits = Limits::default();
-        if let Some(v) = var("CYBEROS_HTTP_MAX_INFLIGHT") {
-            limits.max_inflight = v
-                .trim()
-                .parse()
-                .ok()
-                .filter(|n| (1..=1_000_000).contains(n))
-                .ok_or_else(|| {
-                    ConfigError(format!(
-                        "CYBEROS_HTTP_MAX_INFLIGHT={v:?}: use a number from 1"
-                    ))
-                })?;
+        let count = |name: &str| -> Result<Option<usize>, ConfigError> {
+            var(name)
+                .map(|v| {
+                    v.trim()
+                        .parse()
+                        .ok()
+                        .filter(|n| (1..=1_000_000).contains(n))
+                        .ok_or_else(|| ConfigError(format!("{name}={v:?}: use a number from 1")))
+                })
+                .transpose()
+        };
+        if let Some(n) = count("CYBEROS_HTTP_MAX_INFLIGHT")? {
+            limits.max_inflight = n;
+        }
+        if let Some(n) = count("CYBEROS_HTTP_MAX_WAITS")? {
+            limits.max_waits = n;
+        }
+        if let Some(n) = count("CYBEROS_HTTP_MAX_WAITS_PER_TENANT")? {
+            limits.max_waits_per_tenant = n;
         }
         if let Some(v) = var("CYBEROS_HTTP_BODY_BUDGET_MIB") {
             limits.body_budget = v
@@ -128,6 +145,8 @@ pub struct Gauges {
     pub inflight: Arc<Semaphore>,
     /// The bytes of bodies that may be buffered at once.
     pub body_budget: Budget,
+    /// Requests waiting for a task.
+    pub waits: Waits,
     calls: Option<Buckets>,
 }
 
@@ -137,11 +156,12 @@ impl Gauges {
         Gauges {
             inflight: Arc::new(Semaphore::new(limits.max_inflight)),
             body_budget: Budget::new(limits.body_budget),
+            waits: Waits::new(limits.max_waits, limits.max_waits_per_tenant),
             calls: limits.call_rate.map(Buckets::new),
         }
     }
 
-    /// Takes one `tools/call` from the tenant's bucket, or says how long until one is
+    /// Takes one `tools/call` or `tasks/*` from the tenant's bucket, or says how long until one is
     /// available.
     pub fn take_call(&self, tenant: &TenantId) -> Result<(), Duration> {
         match &self.calls {

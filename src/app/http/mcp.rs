@@ -23,6 +23,7 @@ use super::answer::{Work, json_answer};
 use super::gate::{self, Accept};
 use super::origin::Origin;
 use super::shared::Shared;
+use super::waits::{Hold, Refused};
 use super::{body, reply, sse};
 use crate::app::LongRunning;
 use crate::app::rpc::{
@@ -230,21 +231,35 @@ async fn request(
     permit: OwnedSemaphorePermit,
 ) -> Response {
     let id = req.id.clone();
-    // Whether it is a tool call (rate limited), may stream (progress, or a wait for a
-    // task), and may outlive the per-request timeout.
+    // Whether it is a tool or task call (rate limited), may stream (progress, or a wait
+    // for a task), and waits for a task (and so may outlive the per-request timeout).
     let (call, streams, waits) = match &req.method {
         Method::ToolsCall(params) => {
             let call = params.as_ref().ok();
             let progress = call.is_some_and(|c| c.progress_token().is_some());
             (true, progress, call.is_some_and(|c| waits_for_task(s, c)))
         }
-        Method::TasksResult(_) => (false, true, true),
+        Method::TasksResult(_) => (true, true, true),
+        Method::TasksGet(_) | Method::TasksList(_) | Method::TasksCancel(_) => (true, false, false),
         _ => (false, false, false),
     };
     if call && let Err(wait) = s.gauges.take_call(&principal.tenant) {
-        tracing::info!(tenant = %principal.tenant, "tools/call rate limited");
+        tracing::info!(tenant = %principal.tenant, "tool or task call rate limited");
         return reply::rate_limited(&id, wait);
     }
+    // A wait gives its in-flight slot back for one of the tenant's few waits, so waits
+    // starve neither other tenants nor plain requests.
+    let permit = match waits {
+        false => Hold::Slot { _permit: permit },
+        true => match s.gauges.waits.enter(&principal.tenant) {
+            Ok(wait) => Hold::Wait { _wait: wait },
+            Err(Refused::Tenant) => {
+                tracing::info!(tenant = %principal.tenant, "too many waits");
+                return reply::too_many_waits(&id);
+            }
+            Err(Refused::Full) => return reply::overloaded(),
+        },
+    };
     let stream = (accept.sse && streams) || !accept.json;
     let initialize = matches!(req.method, Method::Initialize(_));
     let discover = matches!(req.method, Method::Discover);

@@ -19,6 +19,7 @@ mod router;
 mod serve;
 mod shared;
 mod sse;
+mod waits;
 
 pub use limits::{Limits, Rate};
 pub use origin::{OriginPattern, OriginPolicy};

@@ -196,6 +196,8 @@ fn app(post: &Post) -> Router {
         limits: Limits {
             max_inflight: if post.no_slots { 0 } else { 64 },
             body_budget: if post.no_budget { 0 } else { 64 * 1024 * 1024 },
+            max_waits: 64,
+            max_waits_per_tenant: 64,
             call_rate: Some(Rate {
                 per_second: 0.001,
                 burst: if post.exhausted { 0.5 } else { 1.0 },

@@ -15,6 +15,7 @@ mod sse;
 mod tasks;
 mod trace_context;
 mod unauthenticated;
+mod waits;
 
 use serde_json::{Value, json};
 
