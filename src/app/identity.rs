@@ -6,9 +6,10 @@
 //! wins, with no fallback when it fails verification.
 
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
-use crate::domain::{DomainError, Principal, TokenRejection};
+use crate::domain::{DomainError, Principal, TokenRejection, TraceId};
 use crate::ports::TokenVerifier;
 
 /// The tenant of `--dev` tokens.
@@ -40,12 +41,62 @@ impl std::fmt::Debug for StdioToken {
 pub struct Identity {
     verifier: Arc<dyn TokenVerifier>,
     stdio: StdioToken,
+    refusals: Arc<Refusals>,
+}
+
+/// Refused-token log lines allowed per second: a flood of bad tokens must not become a
+/// flood of log lines.
+const REFUSALS_PER_SECOND: u32 = 5;
+
+/// The refused-token log lines of the current one-second window, and those suppressed
+/// since the last line (reported on the next one).
+#[derive(Default)]
+struct Refusals(Mutex<Option<Window>>);
+
+struct Window {
+    start: Instant,
+    logged: u32,
+    suppressed: u64,
 }
 
 impl Identity {
     /// An identity checking tokens with `verifier`.
     pub fn new(verifier: Arc<dyn TokenVerifier>, stdio: StdioToken) -> Identity {
-        Identity { verifier, stdio }
+        Identity {
+            verifier,
+            stdio,
+            refusals: Arc::default(),
+        }
+    }
+
+    /// Logs a refused bearer token, in one line, at most [`REFUSALS_PER_SECOND`] a
+    /// second; a line after suppressed ones says how many.
+    pub fn log_refusal(&self, err: &DomainError, trace: TraceId) {
+        let now = Instant::now();
+        let suppressed = {
+            // Never held across an await; a poisoned window is still a valid window.
+            let mut window = self.refusals.0.lock().unwrap_or_else(|e| e.into_inner());
+            let w = window.get_or_insert(Window {
+                start: now,
+                logged: 0,
+                suppressed: 0,
+            });
+            if now.duration_since(w.start) >= Duration::from_secs(1) {
+                w.start = now;
+                w.logged = 0;
+            }
+            if w.logged >= REFUSALS_PER_SECOND {
+                w.suppressed += 1;
+                return;
+            }
+            w.logged += 1;
+            std::mem::take(&mut w.suppressed)
+        };
+        if suppressed > 0 {
+            tracing::info!(class = %err.class(), trace_id = %trace, suppressed, "token refused: {err}");
+        } else {
+            tracing::info!(class = %err.class(), trace_id = %trace, "token refused: {err}");
+        }
     }
 
     /// The verifier, also used for confirmation tokens.
@@ -72,7 +123,7 @@ impl Identity {
             },
             StdioToken::Literal(token) => self.verifier.verify(token).await,
             StdioToken::None => {
-                tracing::info!(reason = %TokenRejection::Missing.reason(), "token rejected");
+                tracing::debug!(reason = %TokenRejection::Missing.reason(), "token rejected");
                 Err(TokenRejection::Missing.into_error())
             }
         }

@@ -176,7 +176,8 @@ impl JwtVerifier {
 type OnReject = fn(TokenRejection) -> DomainError;
 
 fn refuse(r: TokenRejection, on_reject: OnReject) -> DomainError {
-    tracing::info!(reason = %r.reason(), "token rejected");
+    // The precise reason at debug: the caller logs the refusal itself, rate-limited.
+    tracing::debug!(reason = %r.reason(), "token rejected");
     on_reject(r)
 }
 

@@ -1,12 +1,16 @@
 //! Load limits of the HTTP transport: how many requests run at once (more are shed with
-//! 503), how fast one tenant may call tools (a token bucket; more get 429), and how long
-//! a plain request may take.
+//! 503), how many body bytes are buffered at once (more wait, then are shed with 503),
+//! how fast one tenant may call tools (a token bucket; more get 429), and how long a
+//! plain request may take.
 //!
-//! The defaults suit one bridge per host. Three environment variables tune them for
-//! operators and tests (they are transport tuning, not part of the CLI contract):
-//! `CYBEROS_HTTP_MAX_INFLIGHT` (default 1024), `CYBEROS_HTTP_CALL_RATE` (`RATE/BURST`
-//! tools/call per second per tenant, default `50/100`, or `off`), and
-//! `CYBEROS_HTTP_REQUEST_TIMEOUT_MS` (default 60000).
+//! The defaults suit one bridge per host. Environment variables tune them for operators
+//! and tests (they are transport tuning, not part of the CLI contract):
+//! `CYBEROS_HTTP_MAX_INFLIGHT` (default 1024), `CYBEROS_HTTP_BODY_BUDGET_MIB` (default
+//! 64, at least 4: one largest body), `CYBEROS_HTTP_MAX_WAITS` (requests waiting for a
+//! task, default 1024) and `CYBEROS_HTTP_MAX_WAITS_PER_TENANT` (default 16),
+//! `CYBEROS_HTTP_CALL_RATE` (`RATE/BURST` `tools/call` and `tasks/*` per second per
+//! tenant, default `50/100`, or `off`), and `CYBEROS_HTTP_REQUEST_TIMEOUT_MS` (default
+//! 60000).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -14,15 +18,25 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::Semaphore;
 
+use super::body::Budget;
+use super::waits::Waits;
 use crate::app::config::ConfigError;
 use crate::domain::TenantId;
+
+const MIB: usize = 1024 * 1024;
 
 /// The limits of one listener.
 #[derive(Debug, Clone)]
 pub struct Limits {
     /// Requests in flight across all clients (SSE streams included).
     pub max_inflight: usize,
-    /// Per-tenant `tools/call` rate, `None` for unlimited.
+    /// Body bytes buffered at once across all requests.
+    pub body_budget: usize,
+    /// Requests waiting for a task across all clients (they hold no in-flight slot).
+    pub max_waits: usize,
+    /// Requests waiting for a task per tenant.
+    pub max_waits_per_tenant: usize,
+    /// Per-tenant `tools/call` and `tasks/*` rate, `None` for unlimited.
     pub call_rate: Option<Rate>,
     /// Deadline of a plain request (not of SSE streams or waits for a task).
     pub request_timeout: Duration,
@@ -41,6 +55,9 @@ impl Default for Limits {
     fn default() -> Limits {
         Limits {
             max_inflight: 1024,
+            body_budget: 64 * MIB,
+            max_waits: 1024,
+            max_waits_per_tenant: 16,
             call_rate: Some(Rate {
                 per_second: 50.0,
                 burst: 100.0,
@@ -58,15 +75,36 @@ impl Limits {
     pub fn from_env() -> Result<Limits, ConfigError> {
         let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
         let mut limits = Limits::default();
-        if let Some(v) = var("CYBEROS_HTTP_MAX_INFLIGHT") {
-            limits.max_inflight = v
+        let count = |name: &str| -> Result<Option<usize>, ConfigError> {
+            var(name)
+                .map(|v| {
+                    v.trim()
+                        .parse()
+                        .ok()
+                        .filter(|n| (1..=1_000_000).contains(n))
+                        .ok_or_else(|| ConfigError(format!("{name}={v:?}: use a number from 1")))
+                })
+                .transpose()
+        };
+        if let Some(n) = count("CYBEROS_HTTP_MAX_INFLIGHT")? {
+            limits.max_inflight = n;
+        }
+        if let Some(n) = count("CYBEROS_HTTP_MAX_WAITS")? {
+            limits.max_waits = n;
+        }
+        if let Some(n) = count("CYBEROS_HTTP_MAX_WAITS_PER_TENANT")? {
+            limits.max_waits_per_tenant = n;
+        }
+        if let Some(v) = var("CYBEROS_HTTP_BODY_BUDGET_MIB") {
+            limits.body_budget = v
                 .trim()
-                .parse()
+                .parse::<usize>()
                 .ok()
-                .filter(|n| (1..=1_000_000).contains(n))
+                .filter(|n| (4..=64 * 1024).contains(n))
+                .map(|n| n * MIB)
                 .ok_or_else(|| {
                     ConfigError(format!(
-                        "CYBEROS_HTTP_MAX_INFLIGHT={v:?}: use a number from 1"
+                        "CYBEROS_HTTP_BODY_BUDGET_MIB={v:?}: use a number of MiB from 4 to 65536"
                     ))
                 })?;
         }
@@ -101,10 +139,14 @@ fn parse_rate(s: &str) -> Option<Option<Rate>> {
         .then_some(Some(Rate { per_second, burst }))
 }
 
-/// Shared counters: the in-flight semaphore and the tenants' buckets.
+/// Shared counters: the in-flight semaphore, the body budget and the tenants' buckets.
 pub struct Gauges {
     /// Permits for requests in flight.
     pub inflight: Arc<Semaphore>,
+    /// The bytes of bodies that may be buffered at once.
+    pub body_budget: Budget,
+    /// Requests waiting for a task.
+    pub waits: Waits,
     calls: Option<Buckets>,
 }
 
@@ -113,11 +155,13 @@ impl Gauges {
     pub fn new(limits: &Limits) -> Gauges {
         Gauges {
             inflight: Arc::new(Semaphore::new(limits.max_inflight)),
+            body_budget: Budget::new(limits.body_budget),
+            waits: Waits::new(limits.max_waits, limits.max_waits_per_tenant),
             calls: limits.call_rate.map(Buckets::new),
         }
     }
 
-    /// Takes one `tools/call` from the tenant's bucket, or says how long until one is
+    /// Takes one `tools/call` or `tasks/*` from the tenant's bucket, or says how long until one is
     /// available.
     pub fn take_call(&self, tenant: &TenantId) -> Result<(), Duration> {
         match &self.calls {

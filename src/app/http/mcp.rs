@@ -3,30 +3,31 @@
 //!
 //! A POST is checked in this order, so each client learns the right thing: Origin and
 //! Host (403) → `MCP-Protocol-Version` (400) → `Content-Type` (415) and `Accept` (406) →
-//! bearer token (401) → body size (413) and shape (400) → per-tenant rate (429) → the
-//! method itself (403 for a missing scope). Nothing about a client is kept between
-//! requests: every POST carries and verifies its own token.
+//! bearer token (401) → in-flight slots (503) → body size (413), byte budget (503) and
+//! shape (400) → per-tenant rate (429) → the method itself (403 for a missing scope).
+//! Everything before the token is read from the headers, so an unauthenticated request
+//! holds no slot and buffers at most a small prefix of its body. Nothing about a client
+//! is kept between requests: every POST carries and verifies its own token.
 
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
-use std::time::Duration;
 
-use axum::body::{Body, Bytes};
+use axum::body::Body;
 use axum::extract::{Request, State};
-use axum::http::header::CONTENT_LENGTH;
 use axum::http::{HeaderMap, HeaderValue, Method as HttpMethod, StatusCode};
 use axum::response::Response;
-use futures::{FutureExt, StreamExt};
+use futures::FutureExt;
 use tokio::sync::{OwnedSemaphorePermit, mpsc};
 
 use super::answer::{Work, json_answer};
 use super::gate::{self, Accept};
 use super::origin::Origin;
 use super::shared::Shared;
-use super::{reply, sse};
+use super::waits::{Hold, Refused};
+use super::{body, reply, sse};
 use crate::app::LongRunning;
 use crate::app::rpc::{
-    self, CallParams, FrameError, INVALID_REQUEST, Incoming, Method, PROTOCOL_VERSION,
+    CallParams, FrameError, INVALID_REQUEST, Incoming, Method, PROTOCOL_VERSION,
     Request as RpcRequest, RequestId, RpcError,
 };
 use crate::app::server;
@@ -35,10 +36,6 @@ use crate::app::telemetry::{self, CallSpan, Outcome};
 use crate::app::trace::{self, request_trace};
 use crate::domain::{DomainError, Principal, TaskSupport, Tool};
 
-/// The largest body accepted (CONTRACT §10).
-pub const MAX_BODY: usize = 4 * 1024 * 1024;
-/// How long a client may take to send its body.
-const BODY_DEADLINE: Duration = Duration::from_secs(30);
 /// Notifications a handler may queue for one request.
 const OUTBOUND: usize = 64;
 
@@ -107,9 +104,6 @@ async fn post(
     body: Body,
     parent: Option<telemetry::Parent>,
 ) -> Response {
-    let Ok(permit) = Arc::clone(&s.gauges.inflight).try_acquire_owned() else {
-        return reply::overloaded();
-    };
     if let Some(v) = headers.get("mcp-protocol-version")
         && v.as_bytes() != PROTOCOL_VERSION.as_bytes()
     {
@@ -142,27 +136,29 @@ async fn post(
             "Accept application/json and text/event-stream.",
         );
     }
+    // The token is checked from the headers alone, before the request takes an in-flight
+    // slot or any body byte is buffered: an unauthenticated client costs next to nothing.
     let token = gate::bearer_token(headers);
-    let principal = s.app.identity().bearer_principal(token).await;
-    // The body is read (and parsed, once) even when the token failed: a 401 echoes the
-    // request's id, and a refused `tools/call` still gets its span.
-    let frame = read_body(body, headers)
-        .await
-        .map(|bytes| rpc::parse_frame(&bytes));
-    let principal = match principal {
+    let principal = match s.app.identity().bearer_principal(token).await {
         Ok(p) => p,
         Err(e) => {
+            // A short body is still read (and parsed) so the 401 echoes its id and a
+            // refused `tools/call` gets its span; a longer one is not read at all.
+            let frame = body::prefix(&s.gauges.body_budget, body, headers).await;
             let (id, req) = match &frame {
-                Ok(Ok(Incoming::Request(r))) => (Some(&r.id), Some(r)),
-                Ok(Err(e)) => (e.id.as_ref(), None),
+                Some(Ok(Incoming::Request(r))) => (Some(&r.id), Some(r)),
+                Some(Err(e)) => (e.id.as_ref(), None),
                 _ => (None, None),
             };
             return unauthorized(s, token.is_some(), &e, id, req, parent);
         }
     };
-    let frame = match frame {
+    let Ok(permit) = Arc::clone(&s.gauges.inflight).try_acquire_owned() else {
+        return reply::overloaded();
+    };
+    let frame = match body::read(&s.gauges.body_budget, body, headers).await {
         Ok(frame) => frame,
-        Err(status) => return body_error(status),
+        Err(refused) => return refused,
     };
     match frame {
         Err(FrameError { code, message, id }) => reply::rpc_error(
@@ -209,10 +205,11 @@ fn unauthorized(
         _ => None,
     });
     let trace = telemetry::request_trace_id(call.as_ref(), parent.as_ref());
-    let rpc = {
+    {
         let _in = call.as_ref().map(|c| c.span().enter());
-        RpcError::logged(err, trace)
-    };
+        s.app.identity().log_refusal(err, trace);
+    }
+    let rpc = RpcError::from_domain(err, trace);
     if let Some(call) = &call {
         call.finish(Outcome::Failed(err.class()));
     }
@@ -222,57 +219,6 @@ fn unauthorized(
     } else {
         reply::challenge(resp, &s.challenge)
     }
-}
-
-/// Reads at most [`MAX_BODY`] bytes within [`BODY_DEADLINE`]; the error is the status.
-async fn read_body(body: Body, headers: &HeaderMap) -> Result<Bytes, StatusCode> {
-    let declared = headers
-        .get(CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok());
-    if declared.is_some_and(|n| n > MAX_BODY as u64) {
-        return Err(StatusCode::PAYLOAD_TOO_LARGE);
-    }
-    let read = async {
-        let mut stream = body.into_data_stream();
-        let mut buf: Vec<u8> = Vec::new();
-        let mut first: Option<Bytes> = None;
-        while let Some(chunk) = stream.next().await {
-            let chunk = chunk.map_err(|_| StatusCode::BAD_REQUEST)?;
-            let len = first.as_ref().map_or(buf.len(), Bytes::len) + chunk.len();
-            if len > MAX_BODY {
-                return Err(StatusCode::PAYLOAD_TOO_LARGE);
-            }
-            // Most bodies arrive in one chunk: keep it without copying.
-            match first.take() {
-                None if buf.is_empty() => first = Some(chunk),
-                None => buf.extend_from_slice(&chunk),
-                Some(f) => {
-                    buf.extend_from_slice(&f);
-                    buf.extend_from_slice(&chunk);
-                }
-            }
-        }
-        Ok(first.unwrap_or_else(|| Bytes::from(buf)))
-    };
-    tokio::time::timeout(BODY_DEADLINE, read)
-        .await
-        .unwrap_or(Err(StatusCode::REQUEST_TIMEOUT))
-}
-
-fn body_error(status: StatusCode) -> Response {
-    let (message, hint) = match status {
-        StatusCode::PAYLOAD_TOO_LARGE => (
-            "the message exceeds 4 MiB",
-            "Send smaller messages; large payloads belong in upstream storage.",
-        ),
-        StatusCode::REQUEST_TIMEOUT => (
-            "the request body arrived too slowly",
-            "Send the whole body within 30 seconds.",
-        ),
-        _ => ("the request body could not be read", "Retry the request."),
-    };
-    reply::protocol(status, INVALID_REQUEST, message, hint)
 }
 
 /// A request: rate limit, then the dispatcher, answered as JSON or SSE.
@@ -285,21 +231,35 @@ async fn request(
     permit: OwnedSemaphorePermit,
 ) -> Response {
     let id = req.id.clone();
-    // Whether it is a tool call (rate limited), may stream (progress, or a wait for a
-    // task), and may outlive the per-request timeout.
+    // Whether it is a tool or task call (rate limited), may stream (progress, or a wait
+    // for a task), and waits for a task (and so may outlive the per-request timeout).
     let (call, streams, waits) = match &req.method {
         Method::ToolsCall(params) => {
             let call = params.as_ref().ok();
             let progress = call.is_some_and(|c| c.progress_token().is_some());
             (true, progress, call.is_some_and(|c| waits_for_task(s, c)))
         }
-        Method::TasksResult(_) => (false, true, true),
+        Method::TasksResult(_) => (true, true, true),
+        Method::TasksGet(_) | Method::TasksList(_) | Method::TasksCancel(_) => (true, false, false),
         _ => (false, false, false),
     };
     if call && let Err(wait) = s.gauges.take_call(&principal.tenant) {
-        tracing::info!(tenant = %principal.tenant, "tools/call rate limited");
+        tracing::info!(tenant = %principal.tenant, "tool or task call rate limited");
         return reply::rate_limited(&id, wait);
     }
+    // A wait gives its in-flight slot back for one of the tenant's few waits, so waits
+    // starve neither other tenants nor plain requests.
+    let permit = match waits {
+        false => Hold::Slot { _permit: permit },
+        true => match s.gauges.waits.enter(&principal.tenant) {
+            Ok(wait) => Hold::Wait { _wait: wait },
+            Err(Refused::Tenant) => {
+                tracing::info!(tenant = %principal.tenant, "too many waits");
+                return reply::too_many_waits(&id);
+            }
+            Err(Refused::Full) => return reply::overloaded(),
+        },
+    };
     let stream = (accept.sse && streams) || !accept.json;
     let initialize = matches!(req.method, Method::Initialize(_));
     let discover = matches!(req.method, Method::Discover);

@@ -9,6 +9,7 @@
 //! loop with the connection-level limits axum's own server cannot set.
 
 mod answer;
+mod body;
 mod gate;
 mod limits;
 mod mcp;
@@ -18,6 +19,7 @@ mod router;
 mod serve;
 mod shared;
 mod sse;
+mod waits;
 
 pub use limits::{Limits, Rate};
 pub use origin::{OriginPattern, OriginPolicy};

@@ -58,11 +58,34 @@ pub fn overloaded() -> Response {
     rpc_error(StatusCode::SERVICE_UNAVAILABLE, None, &err)
 }
 
-/// 429 + `Retry-After`: the tenant called tools faster than its rate.
+/// 503 + `Retry-After`: the bytes of the bodies being read fill the body budget.
+pub fn over_budget() -> Response {
+    let err = envelope(
+        ErrorClass::UpstreamUnavailable,
+        "too many request bodies are being read",
+        "Retry in a second; the bridge buffers a bounded number of body bytes at once.",
+    )
+    .with_retry_after(Duration::from_secs(1));
+    rpc_error(StatusCode::SERVICE_UNAVAILABLE, None, &err)
+}
+
+/// 429 + `Retry-After`: the tenant already has as many requests waiting for tasks as it
+/// may.
+pub fn too_many_waits(id: &RequestId) -> Response {
+    let err = envelope(
+        ErrorClass::UpstreamUnavailable,
+        "too many requests waiting for tasks",
+        "Poll with tasks/get, or retry once one of your waiting requests has been answered.",
+    )
+    .with_retry_after(Duration::from_secs(1));
+    rpc_error(StatusCode::TOO_MANY_REQUESTS, Some(id), &err)
+}
+
+/// 429 + `Retry-After`: the tenant called tools or tasks faster than its rate.
 pub fn rate_limited(id: &RequestId, wait: Duration) -> Response {
     let err = envelope(
         ErrorClass::UpstreamUnavailable,
-        "rate limited: too many tool calls",
+        "rate limited: too many tool and task calls",
         "Slow down and retry after the number of seconds in Retry-After.",
     )
     .with_retry_after(wait);

@@ -10,13 +10,14 @@ use axum::body::{Body, Bytes};
 use axum::http::HeaderValue;
 use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE};
 use axum::response::Response;
-use tokio::sync::{OwnedSemaphorePermit, mpsc};
+use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::answer::{Work, json_answer};
 use super::gate::Accept;
 use super::reply;
 use super::shared::Shared;
+use super::waits::Hold;
 use crate::app::rpc::RequestId;
 
 /// How long a streamable request may run before it is answered as SSE: a quick answer
@@ -34,7 +35,7 @@ pub(super) async fn respond(
     discover: bool,
     mut work: Work,
     mut outbound: mpsc::Receiver<String>,
-    permit: OwnedSemaphorePermit,
+    permit: Hold,
 ) -> Response {
     let mut first = None;
     if accept.json {
@@ -98,7 +99,7 @@ async fn pump(
     first: Option<String>,
     id: RequestId,
     shutdown: CancellationToken,
-    _permit: OwnedSemaphorePermit,
+    _permit: Hold,
 ) {
     if !stream.send("").await {
         return;

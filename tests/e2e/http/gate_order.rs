@@ -1,13 +1,15 @@
 //! The order of the checks on `POST /mcp` (src/app/http/mcp.rs), in-process through
 //! `Router::oneshot`: Origin/Host (403) → `MCP-Protocol-Version` (400) → `Content-Type`
-//! (415) and `Accept` (406) → bearer token (401) → body size (413) and shape (400) →
-//! per-tenant rate (429) → the method (403 for a missing scope).
+//! (415) and `Accept` (406) → bearer token (401) → in-flight slots (503) → body size
+//! (413), byte budget (503) and shape (400) → per-tenant rate (429) → the method (403 for
+//! a missing scope). The token comes before the slots and the body (#14 item 5): an
+//! unauthenticated request must hold no slot and buffer no body.
 //!
 //! Every check has a spoiler that makes an otherwise good request fail it. Each spoiler
 //! is sent alone (so a pair proves that both checks really fire), then together with a
 //! spoiler of a later step: the earlier step's status, code, class and message win.
-//! Checks of the same step (Origin and Host; Content-Type and Accept; size and shape) are
-//! not ordered against each other. Every refusal is a JSON-RPC error frame with the
+//! Checks of the same step (Origin and Host; Content-Type and Accept; size, budget and
+//! shape) are not ordered against each other. Every refusal is a JSON-RPC error frame with the
 //! contract's envelope, checked against the MCP schema.
 
 use std::sync::Arc;
@@ -52,8 +54,12 @@ struct Post {
     oversized: bool,
     /// Send the message inside a batch array.
     batch: bool,
-    /// Empty the tenant's `tools/call` bucket first.
+    /// The tenant's `tools/call` bucket is empty.
     exhausted: bool,
+    /// The router has no in-flight slots.
+    no_slots: bool,
+    /// The router has no body budget.
+    no_budget: bool,
 }
 
 impl Post {
@@ -69,6 +75,8 @@ impl Post {
             oversized: false,
             batch: false,
             exhausted: false,
+            no_slots: false,
+            no_budget: false,
         }
     }
 
@@ -128,13 +136,15 @@ const VERSION: usize = 2;
 const CONTENT_TYPE: usize = 3;
 const ACCEPT: usize = 4;
 const TOKEN: usize = 5;
-const SIZE: usize = 6;
-const SHAPE: usize = 7;
-const RATE: usize = 8;
-const SCOPE: usize = 9;
+const SLOTS: usize = 6;
+const SIZE: usize = 7;
+const BUDGET: usize = 8;
+const SHAPE: usize = 9;
+const RATE: usize = 10;
+const SCOPE: usize = 11;
 
 #[rustfmt::skip]
-const CHECKS: [Check; 10] = [
+const CHECKS: [Check; 12] = [
     Check { name: "origin", step: 0, spoil: |p| p.origin = Some("https://evil.example"),
             status: 403, code: -32600, class: "input_validation", message: "origin not allowed" },
     Check { name: "host", step: 0, spoil: |p| p.host = Some("attacker.example:3000"),
@@ -147,19 +157,24 @@ const CHECKS: [Check; 10] = [
             status: 406, code: -32600, class: "input_validation", message: "not acceptable" },
     Check { name: "token", step: 3, spoil: |p| p.token = None,
             status: 401, code: -32000, class: "authz_denied", message: "authentication required" },
-    Check { name: "body size", step: 4, spoil: |p| p.oversized = true,
+    Check { name: "in-flight slots", step: 4, spoil: |p| p.no_slots = true,
+            status: 503, code: -32050, class: "upstream_unavailable", message: "the bridge is overloaded" },
+    Check { name: "body size", step: 5, spoil: |p| p.oversized = true,
             status: 413, code: -32600, class: "input_validation", message: "4 MiB" },
-    Check { name: "body shape", step: 4, spoil: |p| p.batch = true,
+    Check { name: "body budget", step: 5, spoil: |p| p.no_budget = true,
+            status: 503, code: -32050, class: "upstream_unavailable", message: "request bodies" },
+    Check { name: "body shape", step: 5, spoil: |p| p.batch = true,
             status: 400, code: -32600, class: "input_validation", message: "batches" },
-    Check { name: "rate", step: 5, spoil: |p| p.exhausted = true,
+    Check { name: "rate", step: 6, spoil: |p| p.exhausted = true,
             status: 429, code: -32050, class: "upstream_unavailable", message: "rate limited" },
-    Check { name: "scope", step: 6, spoil: |p| { p.token = Some("read-only"); p.write_tool = true },
+    Check { name: "scope", step: 7, spoil: |p| { p.token = Some("read-only"); p.write_tool = true },
             status: 403, code: -32000, class: "authz_denied", message: "memory:write" },
 ];
 
-/// The router over fakes, on a loopback bind, with a bucket of one call that refills
-/// once in 1000 s.
-fn app() -> Router {
+/// The router over fakes, on a loopback bind, with the limits `post` asks for: a bucket
+/// that starts with half a call (so is empty) and refills one in 1000 s, no in-flight
+/// slots, no body budget.
+fn app(post: &Post) -> Router {
     let ports = Ports {
         tasks: Arc::new(Unavailable::new(Upstream::TaskStore, "no task store here")),
         cuo: Arc::new(ScriptedCuo),
@@ -179,10 +194,13 @@ fn app() -> Router {
         },
         authorization_servers: vec![],
         limits: Limits {
-            max_inflight: 64,
+            max_inflight: if post.no_slots { 0 } else { 64 },
+            body_budget: if post.no_budget { 0 } else { 64 * 1024 * 1024 },
+            max_waits: 64,
+            max_waits_per_tenant: 64,
             call_rate: Some(Rate {
                 per_second: 0.001,
-                burst: 1.0,
+                burst: if post.exhausted { 0.5 } else { 1.0 },
             }),
             request_timeout: Duration::from_secs(30),
         },
@@ -190,19 +208,10 @@ fn app() -> Router {
     router(app, settings, CancellationToken::new())
 }
 
-/// Sends `post` to a fresh router (after emptying the bucket if asked); the status and
-/// the parsed body.
+/// Sends `post` to a fresh router with the limits it asks for; the status and the
+/// parsed body.
 async fn send(post: &Post) -> (u16, Value) {
-    let router = app();
-    if post.exhausted {
-        let (status, body) = once(&router, &Post::good()).await;
-        assert_eq!(status, 200, "the call that empties the bucket: {body}");
-    }
-    once(&router, post).await
-}
-
-async fn once(router: &Router, post: &Post) -> (u16, Value) {
-    let resp = router.clone().oneshot(post.request()).await.unwrap();
+    let resp = app(post).oneshot(post.request()).await.unwrap();
     let status = resp.status().as_u16();
     let json = resp
         .headers()
@@ -286,14 +295,24 @@ async fn the_media_types_come_before_the_token() {
 }
 
 #[tokio::test]
-async fn the_token_comes_before_the_body() {
+async fn the_token_comes_before_the_slots_and_the_body() {
+    ordered(TOKEN, SLOTS).await;
     ordered(TOKEN, SIZE).await;
+    ordered(TOKEN, BUDGET).await;
     ordered(TOKEN, SHAPE).await;
+}
+
+#[tokio::test]
+async fn the_slots_come_before_the_body() {
+    ordered(SLOTS, SIZE).await;
+    ordered(SLOTS, BUDGET).await;
+    ordered(SLOTS, SHAPE).await;
 }
 
 #[tokio::test]
 async fn the_body_comes_before_the_rate() {
     ordered(SIZE, RATE).await;
+    ordered(BUDGET, RATE).await;
     ordered(SHAPE, RATE).await;
 }
 

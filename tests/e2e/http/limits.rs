@@ -5,9 +5,8 @@ use std::io::{Read, Write};
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use tokio::sync::oneshot;
 
-use super::{LOCAL, OTHER, adr, start_task};
+use super::{LOCAL, OTHER, adr};
 use crate::support::binary::paced;
 use crate::support::http_server::{Server, error_body, open_stream, read, rpc};
 
@@ -41,36 +40,37 @@ async fn tools_calls_beyond_the_tenant_rate_get_429_with_retry_after() {
 
 #[tokio::test]
 async fn requests_beyond_the_concurrency_limit_are_shed_with_503() {
-    let paced = paced(2000);
+    // A CUO that never answers: a plain call holds the only slot until its 10 s timeout.
+    // (A waiting tasks/result would not: waits have their own pool.)
     let s = Server::start_env(
-        &["--cuo-command", &paced],
+        &["--cuo-command", "sleep 60"],
         &[("CYBEROS_HTTP_MAX_INFLIGHT", "1")],
     );
     let t = s.token(LOCAL, None);
-    let id = start_task(&s, &t).await;
-    // A waiting tasks/result holds the only slot: wait until the server streams it.
-    let (head_tx, head) = oneshot::channel();
-    let waiting = {
+    let hanging = {
         let (client, url, t) = (s.client.clone(), s.url("/mcp"), t.clone());
-        let body = rpc(1, "tasks/result", json!({"taskId": id}));
-        tokio::spawn(async move {
-            let resp = open_stream(&client, url, &t, &body).await;
-            let _ = head_tx.send(resp.headers().get("content-type").cloned());
-            read(resp).await.status
-        })
+        let body = rpc(
+            1,
+            "tools/call",
+            json!({"name": "cyberos.cuo.list_personas", "arguments": {}}),
+        );
+        tokio::spawn(async move { read(open_stream(&client, url, &t, &body).await).await })
     };
-    let head = tokio::time::timeout(Duration::from_secs(10), head)
-        .await
-        .expect("the response head in time")
-        .unwrap();
-    assert_eq!(
-        head.as_ref().map(|v| v.as_bytes()),
-        Some(&b"text/event-stream"[..])
-    );
-    let shed = s.post(Some(&t), &rpc(2, "tools/list", json!({}))).await;
+    // Until the server holds it, the probe may still get through: bounded retries.
+    let started = Instant::now();
+    let mut shed = None;
+    for _ in 0..100 {
+        let reply = s.post(Some(&t), &rpc(2, "tools/list", json!({}))).await;
+        if reply.status == 503 {
+            shed = Some(reply);
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(5), "never shed");
+    }
+    let shed = shed.expect("a request shed while the slot is held");
     error_body(&shed, 503, -32050, "upstream_unavailable");
     assert_eq!(shed.header("retry-after"), Some("1"));
-    waiting.abort();
+    hanging.abort();
 }
 
 #[tokio::test]

@@ -14,6 +14,8 @@ mod shutdown;
 mod sse;
 mod tasks;
 mod trace_context;
+mod unauthenticated;
+mod waits;
 
 use serde_json::{Value, json};
 
