@@ -11,7 +11,7 @@ use crate::adapters::task_rows::{
 };
 use crate::domain::task::{Task, orphaned};
 use crate::domain::{DomainError, JsonText, TaskId, TenantId, Timestamp, Upstream};
-use crate::ports::{NewTask, SweepReport, TaskOutcome, TaskPage, TaskStore};
+use crate::ports::{Finished, NewTask, SweepReport, TaskOutcome, TaskPage, TaskStore};
 
 fn down(e: sqlx::Error) -> DomainError {
     DomainError::unavailable(Upstream::TaskStore, Some(e.into()))
@@ -112,10 +112,11 @@ impl TaskStore for SqliteStore {
         id: TaskId,
         outcome: &TaskOutcome,
         now: Timestamp,
-    ) -> Result<Task, DomainError> {
-        // Whether the outcome may be written at all; the conditional update decides races.
+    ) -> Result<Finished, DomainError> {
+        // Whether the outcome may be written at all; the conditional update decides races:
+        // SQLite runs one writer at a time, so only one update finds the row running.
         let status = finished_status(outcome)?;
-        sqlx::query(
+        let done = sqlx::query(
             "UPDATE tasks SET status = ?, output = ?, error = ?, updated_at = ?, completed_at = ?,
                               status_message = COALESCE(?, status_message)
              WHERE tenant_id = ? AND task_id = ? AND status = 'running'",
@@ -131,7 +132,10 @@ impl TaskStore for SqliteStore {
         .execute(&self.pool)
         .await
         .map_err(down)?;
-        self.get(tenant, id).await
+        Ok(Finished {
+            task: self.get(tenant, id).await?,
+            changed: done.rows_affected() == 1,
+        })
     }
 
     async fn record_progress(
