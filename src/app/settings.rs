@@ -29,6 +29,8 @@ pub struct Settings {
     pub long_running: LongRunning,
     /// Cap on one tenant's tasks running on this instance.
     pub max_tasks_per_tenant: usize,
+    /// Cap on the CUO children running tasks on this instance, across tenants.
+    pub max_cuo_children: usize,
 }
 
 impl Default for Settings {
@@ -37,6 +39,7 @@ impl Default for Settings {
             tool_errors: ToolErrors::Jsonrpc,
             long_running: LongRunning::Handle,
             max_tasks_per_tenant: crate::app::tasks::runner::DEFAULT_MAX_TASKS_PER_TENANT,
+            max_cuo_children: crate::app::tasks::runner::DEFAULT_MAX_CUO_CHILDREN,
         }
     }
 }

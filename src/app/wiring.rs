@@ -305,7 +305,8 @@ pub async fn app(config: &Config) -> Result<App, ConfigError> {
     let settings = Settings {
         tool_errors: config.tool_errors,
         long_running: config.long_running,
-        max_tasks_per_tenant: max_tasks_per_tenant(),
+        max_tasks_per_tenant: config.max_tasks_per_tenant,
+        max_cuo_children: config.max_cuo_children,
     };
     let identity = identity(config)?;
     Ok(App::new(ports(config).await, settings, identity))
@@ -317,20 +318,6 @@ pub async fn app(config: &Config) -> Result<App, ConfigError> {
 /// A user-safe description of what failed.
 pub async fn migrate_postgres(url: &str) -> Result<(), String> {
     crate::adapters::postgres::migrate(url).await
-}
-
-/// `CYBEROS_MAX_TASKS_PER_TENANT`, else the default; a bad value is logged and ignored.
-fn max_tasks_per_tenant() -> usize {
-    let default = crate::app::tasks::DEFAULT_MAX_TASKS_PER_TENANT;
-    match std::env::var("CYBEROS_MAX_TASKS_PER_TENANT") {
-        Err(_) => default,
-        Ok(v) => v.parse().ok().filter(|n| *n > 0).unwrap_or_else(|| {
-            tracing::warn!(
-                "CYBEROS_MAX_TASKS_PER_TENANT={v:?} is not a positive number; using {default}"
-            );
-            default
-        }),
-    }
 }
 
 /// Span export for commands that run tools (serving, `call`), when a collector is set.
