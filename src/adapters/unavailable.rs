@@ -7,8 +7,8 @@ use crate::domain::memory::{AuditEntry, AuditPage, AuditQuery, AuditReceipt, New
 use crate::domain::task::Task;
 use crate::domain::{CallCtx, DomainError, JsonText, TaskId, TenantId, Timestamp, Upstream};
 use crate::ports::{
-    ConfirmationLedger, CuoRunner, MemoryClient, NewTask, ProgressSink, SkillRun, SweepReport,
-    TaskOutcome, TaskPage, TaskStore, WorkflowRun,
+    ConfirmationLedger, CuoRunner, Finished, MemoryClient, NewTask, ProgressSink, SkillRun,
+    SweepReport, TaskOutcome, TaskPage, TaskStore, WorkflowRun,
 };
 
 /// An upstream that cannot be used, and why.
@@ -106,7 +106,7 @@ impl TaskStore for Unavailable {
         _: TaskId,
         _: &TaskOutcome,
         _: Timestamp,
-    ) -> Result<Task, DomainError> {
+    ) -> Result<Finished, DomainError> {
         self.err()
     }
     async fn record_progress(

@@ -31,6 +31,8 @@ pub struct Settings {
     pub max_tasks_per_tenant: usize,
     /// Cap on one tenant's tasks kept in the store (any status).
     pub max_stored_tasks_per_tenant: u32,
+    /// Cap on the CUO children running tasks on this instance, across tenants.
+    pub max_cuo_children: usize,
 }
 
 impl Default for Settings {
@@ -40,6 +42,7 @@ impl Default for Settings {
             long_running: LongRunning::Handle,
             max_tasks_per_tenant: crate::app::tasks::runner::DEFAULT_MAX_TASKS_PER_TENANT,
             max_stored_tasks_per_tenant: crate::domain::task::DEFAULT_MAX_STORED_PER_TENANT,
+            max_cuo_children: crate::app::tasks::runner::DEFAULT_MAX_CUO_CHILDREN,
         }
     }
 }

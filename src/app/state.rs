@@ -27,7 +27,11 @@ struct Inner {
 impl App {
     /// Builds the application; compiles every tool schema once.
     pub fn new(ports: Ports, settings: Settings, identity: Identity) -> App {
-        let runner = TaskRunner::new(ports.clone(), settings.max_tasks_per_tenant);
+        let runner = TaskRunner::new(
+            ports.clone(),
+            settings.max_tasks_per_tenant,
+            settings.max_cuo_children,
+        );
         App(Arc::new(Inner {
             ports,
             settings,

@@ -320,14 +320,9 @@ pub async fn app(config: &Config) -> Result<App, ConfigError> {
     let settings = Settings {
         tool_errors: config.tool_errors,
         long_running: config.long_running,
-        max_tasks_per_tenant: positive_env(
-            "CYBEROS_MAX_TASKS_PER_TENANT",
-            crate::app::tasks::DEFAULT_MAX_TASKS_PER_TENANT,
-        ),
-        max_stored_tasks_per_tenant: positive_env(
-            "CYBEROS_MAX_STORED_TASKS_PER_TENANT",
-            crate::domain::task::DEFAULT_MAX_STORED_PER_TENANT,
-        ),
+        max_tasks_per_tenant: config.max_tasks_per_tenant,
+        max_cuo_children: config.max_cuo_children,
+        max_stored_tasks_per_tenant: config.max_stored_tasks_per_tenant,
     };
     let identity = identity(config)?;
     Ok(App::new(ports(config).await?, settings, identity))
@@ -339,26 +334,6 @@ pub async fn app(config: &Config) -> Result<App, ConfigError> {
 /// A user-safe description of what failed.
 pub async fn migrate_postgres(url: &str) -> Result<(), String> {
     crate::adapters::postgres::migrate(url).await
-}
-
-/// `CYBEROS_MAX_TASKS_PER_TENANT`, else the default; a bad value is logged and ignored.
-/// A positive number from the environment variable `name`, else `default` (with a
-/// warning when the variable is set to something else).
-fn positive_env<T>(name: &str, default: T) -> T
-where
-    T: std::str::FromStr + PartialOrd + Default + std::fmt::Display + Copy,
-{
-    match std::env::var(name) {
-        Err(_) => default,
-        Ok(v) => v
-            .parse()
-            .ok()
-            .filter(|n| *n > T::default())
-            .unwrap_or_else(|| {
-                tracing::warn!("{name}={v:?} is not a positive number; using {default}");
-                default
-            }),
-    }
 }
 
 /// Span export for commands that run tools (serving, `call`), when a collector is set.

@@ -27,6 +27,16 @@ pub struct TaskOutcome {
     pub failure: Option<TaskFailure>,
 }
 
+/// What [`TaskStore::finish`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finished {
+    /// The task as stored afterwards: when this update lost a race, the winner's status.
+    pub task: Task,
+    /// Whether this very update moved the task out of `running` (exactly one finisher of
+    /// a task ever sees `true`).
+    pub changed: bool,
+}
+
 /// A page of tasks, newest first.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TaskPage {
@@ -87,7 +97,9 @@ pub trait TaskStore: Send + Sync + 'static {
 
     /// Moves a running task to the outcome's terminal status, only if it is still running
     /// (a terminal status is never overwritten). Returns the task as stored afterwards, so
-    /// a caller that lost the race sees the winner's status.
+    /// a caller that lost the race sees the winner's status, and whether this update was
+    /// the one that made the change: of any number of concurrent finishers, exactly one
+    /// is told `changed`.
     ///
     /// # Errors
     /// As for [`TaskStore::get`].
@@ -97,7 +109,7 @@ pub trait TaskStore: Send + Sync + 'static {
         id: TaskId,
         outcome: &TaskOutcome,
         now: Timestamp,
-    ) -> Result<Task, DomainError>;
+    ) -> Result<Finished, DomainError>;
 
     /// Records the latest progress message of a running task.
     ///

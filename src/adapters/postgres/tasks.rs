@@ -15,7 +15,7 @@ use crate::domain::task::{
     stored_quota_reached,
 };
 use crate::domain::{DomainError, ErrorClass, JsonText, TaskId, TenantId, Timestamp, Upstream};
-use crate::ports::{NewTask, StopSink, SweepReport, TaskOutcome, TaskPage, TaskStore};
+use crate::ports::{Finished, NewTask, StopSink, SweepReport, TaskOutcome, TaskPage, TaskStore};
 
 macro_rules! columns {
     () => {
@@ -89,9 +89,11 @@ impl PgStore {
         id: TaskId,
         outcome: &TaskOutcome,
         now: Timestamp,
-    ) -> Result<Result<Task, DomainError>, sqlx::Error> {
+    ) -> Result<Result<Finished, DomainError>, sqlx::Error> {
         let mut tx = self.begin(Some(tenant)).await?;
-        sqlx::query(concat!(
+        // Under READ COMMITTED a concurrent finisher waits for this row's lock, then
+        // re-checks `status = 'running'` on the committed row: only one update changes it.
+        let done = sqlx::query(concat!(
             "UPDATE plugin_host.tasks SET status = $1, output = $2::jsonb, error = $3::jsonb, updated_at = ",
             ts!(4),
             ", completed_at = ",
@@ -115,7 +117,10 @@ impl PgStore {
         .await?;
         let task = Self::select_task(&mut tx, tenant, id).await;
         tx.commit().await?;
-        Ok(task)
+        Ok(task.map(|task| Finished {
+            task,
+            changed: done.rows_affected() == 1,
+        }))
     }
 }
 
@@ -246,7 +251,7 @@ impl TaskStore for PgStore {
         id: TaskId,
         outcome: &TaskOutcome,
         now: Timestamp,
-    ) -> Result<Task, DomainError> {
+    ) -> Result<Finished, DomainError> {
         // Whether the outcome may be written at all; the conditional update decides races.
         finished_status(outcome)?;
         timed(async {

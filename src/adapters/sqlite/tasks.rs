@@ -13,7 +13,7 @@ use crate::domain::task::{
     QUICK_FAILURE_MS, QUICK_FAILURE_RETENTION_MS, Task, orphaned, stored_quota_reached,
 };
 use crate::domain::{DomainError, JsonText, TaskId, TenantId, Timestamp, Upstream};
-use crate::ports::{NewTask, SweepReport, TaskOutcome, TaskPage, TaskStore};
+use crate::ports::{Finished, NewTask, SweepReport, TaskOutcome, TaskPage, TaskStore};
 
 fn down(e: sqlx::Error) -> DomainError {
     DomainError::unavailable(Upstream::TaskStore, Some(e.into()))
@@ -129,10 +129,11 @@ impl TaskStore for SqliteStore {
         id: TaskId,
         outcome: &TaskOutcome,
         now: Timestamp,
-    ) -> Result<Task, DomainError> {
-        // Whether the outcome may be written at all; the conditional update decides races.
+    ) -> Result<Finished, DomainError> {
+        // Whether the outcome may be written at all; the conditional update decides races:
+        // SQLite runs one writer at a time, so only one update finds the row running.
         let status = finished_status(outcome)?;
-        sqlx::query(
+        let done = sqlx::query(
             "UPDATE tasks SET status = ?, output = ?, error = ?, updated_at = ?, completed_at = ?,
                               status_message = COALESCE(?, status_message)
              WHERE tenant_id = ? AND task_id = ? AND status = 'running'",
@@ -148,7 +149,10 @@ impl TaskStore for SqliteStore {
         .execute(&self.pool)
         .await
         .map_err(down)?;
-        self.get(tenant, id).await
+        Ok(Finished {
+            task: self.get(tenant, id).await?,
+            changed: done.rows_affected() == 1,
+        })
     }
 
     async fn record_progress(

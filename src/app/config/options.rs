@@ -199,6 +199,31 @@ pub struct Options {
     /// Plain calls of long-running tools: handle (default) or wait.
     #[arg(long, global = true, env = "CYBEROS_LONG_RUNNING", value_enum)]
     pub long_running: Option<LongRunning>,
+    /// Cap on one tenant's tasks running at once on this bridge (default 32).
+    #[arg(
+        long,
+        global = true,
+        env = "CYBEROS_MAX_TASKS_PER_TENANT",
+        value_name = "N"
+    )]
+    pub max_tasks_per_tenant: Option<usize>,
+    /// Cap on the CUO children running tasks at once on this bridge, all tenants together
+    /// (default 64).
+    #[arg(
+        long,
+        global = true,
+        env = "CYBEROS_MAX_CUO_CHILDREN",
+        value_name = "N"
+    )]
+    pub max_cuo_children: Option<usize>,
+    /// Cap on one tenant's tasks kept in the store, any status (default 1000).
+    #[arg(
+        long,
+        global = true,
+        env = "CYBEROS_MAX_STORED_TASKS_PER_TENANT",
+        value_name = "N"
+    )]
+    pub max_stored_tasks_per_tenant: Option<u32>,
     /// Log format on stderr: text (default) or json.
     #[arg(long, global = true, env = "CYBEROS_LOG_FORMAT", value_enum)]
     pub log_format: Option<LogFormat>,
@@ -240,6 +265,9 @@ impl Options {
             otlp_endpoint,
             tool_errors,
             long_running,
+            max_tasks_per_tenant,
+            max_cuo_children,
+            max_stored_tasks_per_tenant,
             log_format
         );
         macro_rules! fill_vec {

@@ -7,7 +7,9 @@ use std::path::PathBuf;
 use super::error::ConfigError;
 use super::options::{LogFormat, Options, Transport};
 use super::otel::otlp_endpoint;
+use crate::app::tasks::{DEFAULT_MAX_CUO_CHILDREN, DEFAULT_MAX_TASKS_PER_TENANT};
 use crate::app::{LongRunning, ToolErrors};
+use crate::domain::task::DEFAULT_MAX_STORED_PER_TENANT;
 
 /// The resolved configuration.
 #[derive(Debug, Clone)]
@@ -42,6 +44,12 @@ pub struct Config {
     pub tool_errors: ToolErrors,
     /// Long-running plain-call behaviour.
     pub long_running: LongRunning,
+    /// Cap on one tenant's tasks running at once on this instance.
+    pub max_tasks_per_tenant: usize,
+    /// Cap on the CUO children running tasks at once on this instance, across tenants.
+    pub max_cuo_children: usize,
+    /// Cap on one tenant's tasks kept in the store, any status.
+    pub max_stored_tasks_per_tenant: u32,
     /// Log format.
     pub log_format: LogFormat,
     /// OTLP/gRPC endpoint for spans (`--otlp-endpoint`, else the standard OTel variables).
@@ -160,6 +168,21 @@ impl Config {
             skills_dirs,
             tool_errors: options.tool_errors.unwrap_or(ToolErrors::Jsonrpc),
             long_running: options.long_running.unwrap_or(LongRunning::Handle),
+            max_tasks_per_tenant: at_least_one(
+                options.max_tasks_per_tenant,
+                DEFAULT_MAX_TASKS_PER_TENANT,
+                "--max-tasks-per-tenant",
+            )?,
+            max_cuo_children: at_least_one(
+                options.max_cuo_children,
+                DEFAULT_MAX_CUO_CHILDREN,
+                "--max-cuo-children",
+            )?,
+            max_stored_tasks_per_tenant: at_least_one(
+                options.max_stored_tasks_per_tenant,
+                DEFAULT_MAX_STORED_PER_TENANT,
+                "--max-stored-tasks-per-tenant",
+            )?,
             log_format: options.log_format.unwrap_or(LogFormat::Text),
             otlp_endpoint: otlp_endpoint(options.otlp_endpoint)?,
             identity: IdentityConfig {
@@ -173,6 +196,19 @@ impl Config {
                     .unwrap_or_else(|| "cyberos-mcp-bridge".into()),
             },
         })
+    }
+}
+
+/// A cap: `default` when unset, refused when 0.
+fn at_least_one<N: From<u8> + PartialEq>(
+    value: Option<N>,
+    default: N,
+    flag: &str,
+) -> Result<N, ConfigError> {
+    match value {
+        Some(n) if n == N::from(0) => Err(ConfigError(format!("{flag} must be at least 1"))),
+        Some(n) => Ok(n),
+        None => Ok(default),
     }
 }
 

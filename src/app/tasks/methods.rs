@@ -129,7 +129,7 @@ fn bad_params(e: &BadParams, trace: TraceId) -> RpcError {
 
 async fn stop(app: &App, task: &Task) -> Result<Task, DomainError> {
     // Only a running task may become cancelled; the store's conditional update settles a
-    // race with the run's own outcome.
+    // race with the run's own outcome and with other cancels.
     let status = task
         .status
         .transition(TaskStatus::Cancelled)
@@ -139,17 +139,19 @@ async fn stop(app: &App, task: &Task) -> Result<Task, DomainError> {
         output: None,
         failure: None,
     };
-    let stored = app
+    let finished = app
         .ports()
         .tasks
         .finish(&task.tenant, task.id, &outcome, app.ports().clock.now())
         .await?;
-    if stored.status != TaskStatus::Cancelled {
-        return Err(already_terminal(&stored));
+    // Of concurrent cancels (and the run's own outcome) exactly one update wins; every
+    // other cancel is answered as a cancel of a finished task is.
+    if !finished.changed {
+        return Err(already_terminal(&finished.task));
     }
     app.runner().stop_local(task.id).await;
     tracing::info!(task_id = %task.id, tenant = %task.tenant, "task cancelled");
-    Ok(stored)
+    Ok(finished.task)
 }
 
 fn already_terminal(task: &Task) -> DomainError {

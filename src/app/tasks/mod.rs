@@ -5,8 +5,9 @@ mod launch;
 pub mod methods;
 mod run;
 pub mod runner;
+mod slots;
 mod wire;
 
 pub use launch::launch;
 pub use run::{ProgressTarget, Work};
-pub use runner::{DEFAULT_MAX_TASKS_PER_TENANT, LEASE, TaskRunner};
+pub use runner::{DEFAULT_MAX_CUO_CHILDREN, DEFAULT_MAX_TASKS_PER_TENANT, LEASE, TaskRunner};

@@ -223,7 +223,7 @@ async fn store_outcome(ports: &Ports, task: &Task, outcome: &TaskOutcome) {
             .await
         {
             Ok(stored) => {
-                tracing::info!(task_id = %task.id, status = stored.status.as_str(), "task finished");
+                tracing::info!(task_id = %task.id, status = stored.task.status.as_str(), recorded = stored.changed, "task finished");
                 return;
             }
             Err(e) => {

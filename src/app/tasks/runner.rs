@@ -17,6 +17,7 @@ use tokio_util::task::TaskTracker;
 use tracing::Instrument;
 
 use super::run::{ProgressTarget, Work, run};
+use super::slots::{Full, Slots};
 use crate::app::telemetry::TaskSpan;
 use crate::app::trace::random_bytes;
 use crate::domain::task::{Task, TaskStatus, orphaned};
@@ -31,7 +32,9 @@ const HEARTBEAT: Duration = Duration::from_secs(5);
 const STOP_POLL: Duration = Duration::from_secs(1);
 /// Default cap on one tenant's tasks running on one instance.
 pub const DEFAULT_MAX_TASKS_PER_TENANT: usize = 32;
-/// How long a tenant at its cap is told to wait (HTTP: `Retry-After`).
+/// Default cap on the CUO children running tasks on one instance, across tenants.
+pub const DEFAULT_MAX_CUO_CHILDREN: usize = 64;
+/// How long a caller refused at a cap is told to wait (HTTP: `Retry-After`).
 const AT_CAP_RETRY: Duration = Duration::from_secs(5);
 
 /// A run to start: everything of its task but the id, which the runner draws.
@@ -63,7 +66,7 @@ struct LocalRun {
 /// This instance's runs.
 pub struct TaskRunner {
     owner: String,
-    max_per_tenant: usize,
+    slots: Slots,
     ports: Ports,
     local: Mutex<HashMap<TaskId, LocalRun>>,
     tracker: TaskTracker,
@@ -73,15 +76,15 @@ pub struct TaskRunner {
 
 impl TaskRunner {
     /// A runner for a new instance (its owner id is random) that runs at most
-    /// `max_per_tenant` tasks of one tenant at a time.
-    pub fn new(ports: Ports, max_per_tenant: usize) -> Arc<TaskRunner> {
+    /// `max_per_tenant` tasks of one tenant, and `max_children` tasks in all, at a time.
+    pub fn new(ports: Ports, max_per_tenant: usize, max_children: usize) -> Arc<TaskRunner> {
         let owner: String = random_bytes::<8>()
             .iter()
             .map(|b| format!("{b:02x}"))
             .collect();
         Arc::new(TaskRunner {
             owner: format!("bridge-{owner}"),
-            max_per_tenant,
+            slots: Slots::new(max_per_tenant, max_children),
             ports,
             local: Mutex::new(HashMap::new()),
             tracker: TaskTracker::new(),
@@ -97,25 +100,11 @@ impl TaskRunner {
     ///
     /// # Errors
     /// `UpstreamUnavailable` when the store is down, or (with a retry delay) when the
-    /// tenant already runs as many tasks here as it may.
+    /// tenant already runs as many tasks here as it may, or this instance as many CUO
+    /// children as it may.
     pub async fn start(self: &Arc<Self>, ctx: CallCtx, new: NewRun) -> Result<Task, DomainError> {
-        let running = self
-            .lock()
-            .values()
-            .filter(|r| r.tenant == ctx.tenant)
-            .count();
-        if running >= self.max_per_tenant {
-            return Err(DomainError::UpstreamUnavailable {
-                upstream: Upstream::TaskStore,
-                message: "too many running tasks".into(),
-                hint: format!(
-                    "At most {} of your tasks run at once here; wait for some to finish or cancel them, then retry.",
-                    self.max_per_tenant
-                ),
-                retry_after: Some(AT_CAP_RETRY),
-                source: None,
-            });
-        }
+        // Taken before the first await, given back when the run ends or this start fails.
+        let slot = self.slots.reserve(ctx.tenant).map_err(at_cap)?;
         let NewRun {
             tool,
             input,
@@ -182,11 +171,17 @@ impl TaskRunner {
                 .await;
             span.finish(outcome);
             runner.lock().remove(&running.id);
+            drop(slot);
             let _ = done_tx.send(true);
             runner.finished.send_modify(|n| *n += 1);
         });
         tracing::info!(task_id = %task.id, tool = task.tool.name(), tenant = %task.tenant, trace_id = %task.trace_id, "task started");
         Ok(task)
+    }
+
+    /// The most runs this instance held at once since it started.
+    pub fn peak_runs(&self) -> usize {
+        self.slots.peak()
     }
 
     /// Stops a run of this instance and waits (briefly) until its child is gone. Returns
@@ -306,6 +301,33 @@ impl TaskRunner {
                 tracing::warn!(task_id = %id, "cannot fail the task on shutdown: {e}");
             }
         }
+    }
+}
+
+/// The refusal of a run past a cap: `upstream_unavailable` with a retry delay.
+fn at_cap(full: Full) -> DomainError {
+    let (upstream, message, hint) = match full {
+        Full::Tenant(n) => (
+            Upstream::TaskStore,
+            "too many running tasks",
+            format!(
+                "At most {n} of your tasks run at once here; wait for some to finish or cancel them, then retry."
+            ),
+        ),
+        Full::Instance(n) => (
+            Upstream::Cuo,
+            "too many running CUO children",
+            format!(
+                "This bridge runs at most {n} workflow and skill runs at once, across all callers; retry after a few seconds."
+            ),
+        ),
+    };
+    DomainError::UpstreamUnavailable {
+        upstream,
+        message: message.into(),
+        hint,
+        retry_after: Some(AT_CAP_RETRY),
+        source: None,
     }
 }
 

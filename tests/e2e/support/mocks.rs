@@ -29,8 +29,9 @@ use cyberos_mcp_bridge::domain::{
     CallCtx, DomainError, JsonText, Principal, TaskId, TenantId, Timestamp,
 };
 use cyberos_mcp_bridge::ports::{
-    Clock, ConfirmationLedger, CuoRunner, MemoryClient, NewTask, Ports, ProgressSink, SkillIndex,
-    SkillRun, SweepReport, TaskOutcome, TaskPage, TaskStore, TokenVerifier, WorkflowRun,
+    Clock, ConfirmationLedger, CuoRunner, Finished, MemoryClient, NewTask, Ports, ProgressSink,
+    SkillIndex, SkillRun, SweepReport, TaskOutcome, TaskPage, TaskStore, TokenVerifier,
+    WorkflowRun,
 };
 
 use crate::support::in_process::Client;
@@ -82,7 +83,7 @@ pub trait TaskCalls: Send + Sync + 'static {
         id: TaskId,
         outcome: &TaskOutcome,
         now: Timestamp,
-    ) -> Result<Task, DomainError>;
+    ) -> Result<Finished, DomainError>;
     fn record_progress(
         &self,
         tenant: &TenantId,
@@ -123,7 +124,7 @@ mock! {
         fn create(&self, new: &NewTask) -> Result<bool, DomainError>;
         fn get(&self, tenant: &TenantId, id: TaskId) -> Result<Task, DomainError>;
         fn list(&self, tenant: &TenantId, cursor: Option<String>, limit: u32) -> Result<TaskPage, DomainError>;
-        fn finish(&self, tenant: &TenantId, id: TaskId, outcome: &TaskOutcome, now: Timestamp) -> Result<Task, DomainError>;
+        fn finish(&self, tenant: &TenantId, id: TaskId, outcome: &TaskOutcome, now: Timestamp) -> Result<Finished, DomainError>;
         fn record_progress(&self, tenant: &TenantId, id: TaskId, message: &str, now: Timestamp) -> Result<(), DomainError>;
         fn renew_leases(&self, owner: &str, until: Timestamp) -> Result<(), DomainError>;
         fn stopped_among(&self, owner: &str, ids: &[TaskId]) -> Result<Vec<TaskId>, DomainError>;
@@ -206,7 +207,7 @@ impl<M: TaskCalls> TaskStore for Port<M> {
         id: TaskId,
         outcome: &TaskOutcome,
         now: Timestamp,
-    ) -> Result<Task, DomainError> {
+    ) -> Result<Finished, DomainError> {
         self.0.finish(tenant, id, outcome, now)
     }
     async fn record_progress(

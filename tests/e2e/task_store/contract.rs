@@ -105,17 +105,25 @@ pub(crate) async fn task_store_contract(store: &dyn TaskStore) {
         assert_eq!(e.to_string(), "invalid cursor");
     }
 
-    // finish is conditional: a terminal status is never overwritten.
-    let cancelled = store
-        .finish(
-            &a,
-            t2.task.id,
-            &outcome(TaskStatus::Cancelled, None, None),
-            at(2000),
-        )
+    // finish is conditional: a terminal status is never overwritten, and only the update
+    // that made the change is told so.
+    let cancel = outcome(TaskStatus::Cancelled, None, None);
+    let first = store
+        .finish(&a, t2.task.id, &cancel, at(2000))
         .await
         .unwrap();
+    assert!(first.changed, "the first finish makes the change");
+    let cancelled = first.task;
     assert_eq!(cancelled.status, TaskStatus::Cancelled);
+    let again = store
+        .finish(&a, t2.task.id, &cancel, at(2500))
+        .await
+        .unwrap();
+    assert!(
+        !again.changed,
+        "a second cancel changes nothing and is told so"
+    );
+    assert_eq!(again.task, cancelled);
     let late = store
         .finish(
             &a,
@@ -125,10 +133,37 @@ pub(crate) async fn task_store_contract(store: &dyn TaskStore) {
         )
         .await
         .unwrap();
-    assert_eq!(late.status, TaskStatus::Cancelled, "the winner's status");
-    assert_eq!(late.output, None);
-    assert_eq!(late.updated_at, at(2000));
+    assert!(!late.changed);
+    assert_eq!(
+        late.task.status,
+        TaskStatus::Cancelled,
+        "the winner's status"
+    );
+    assert_eq!(late.task.output, None);
+    assert_eq!(late.task.updated_at, at(2000));
     assert_eq!(store.get(&a, t2.task.id).await.unwrap(), cancelled);
+
+    // Concurrent finishers of one running task: exactly one is told it made the change.
+    let raced = running(a, 5, "inst-1");
+    assert!(store.create(&raced).await.unwrap());
+    let finishers = (0..8).map(|i| {
+        let status = if i % 2 == 0 {
+            TaskStatus::Cancelled
+        } else {
+            TaskStatus::Completed
+        };
+        let out = outcome(status, None, None);
+        async move { store.finish(&a, raced.task.id, &out, at(2000 + i)).await }
+    });
+    let results: Vec<_> = futures::future::join_all(finishers).await;
+    let results: Vec<_> = results.into_iter().map(Result::unwrap).collect();
+    assert_eq!(
+        results.iter().filter(|f| f.changed).count(),
+        1,
+        "{results:?}"
+    );
+    let stored = store.get(&a, raced.task.id).await.unwrap();
+    assert!(results.iter().all(|f| f.task == stored), "{results:?}");
 
     let result = json!({"steps_executed": 3, "final_artifacts": [{"path": "adr.md"}], "a": null});
     let completed = store
@@ -140,6 +175,8 @@ pub(crate) async fn task_store_contract(store: &dyn TaskStore) {
         )
         .await
         .unwrap();
+    assert!(completed.changed);
+    let completed = completed.task;
     assert_eq!(completed.status, TaskStatus::Completed);
     assert_eq!(json_of(completed.output.as_ref().unwrap()), result);
     assert_eq!(completed.updated_at, at(4000));
@@ -158,7 +195,8 @@ pub(crate) async fn task_store_contract(store: &dyn TaskStore) {
             at(5000),
         )
         .await
-        .unwrap();
+        .unwrap()
+        .task;
     assert_eq!(failed.status, TaskStatus::Failed);
     assert_eq!(failed.failure.as_ref(), Some(&why));
     assert_eq!(failed.status_message.as_deref(), Some(why.hint.as_str()));
@@ -250,7 +288,8 @@ pub(crate) async fn task_store_contract(store: &dyn TaskStore) {
         .finish(&a, t5.task.id, &done, at(HOUR + 1000))
         .await
         .unwrap();
-    assert_eq!(after.status, TaskStatus::Failed);
+    assert!(!after.changed);
+    assert_eq!(after.task.status, TaskStatus::Failed);
 
     store.check().await.unwrap();
 }

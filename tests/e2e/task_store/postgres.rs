@@ -169,8 +169,9 @@ async fn postgres_refuses_nul_characters_without_leaving_a_task_running() {
         )
         .await
         .unwrap();
-    assert_eq!(done.status, TaskStatus::Failed);
-    let failure = done.failure.unwrap();
+    assert!(done.changed);
+    assert_eq!(done.task.status, TaskStatus::Failed);
+    let failure = done.task.failure.unwrap();
     assert_eq!(failure.class, ErrorClass::Internal);
     assert_eq!(failure.message, "the task's result could not be stored");
 }

@@ -1,13 +1,16 @@
 //! Long-running tools as tasks through the built binary, on SQLite and (when
 //! `DATABASE_URL` is set) on Postgres: the seed's criteria 4, 5, 6, 7, 8 and 17, the spec's
 //! task door, progress (`lifecycle`), cancellation and process-group kills (`cancel`),
-//! tenancy and the task cap (`tenants`), two bridge instances on one store (`instances`),
-//! and down upstreams (`upstreams`).
+//! tenancy (`tenants`), the run caps under pipelined and parallel calls (`caps`),
+//! concurrent calls on one task (`races`), two bridge instances on one store
+//! (`instances`), and down upstreams (`upstreams`).
 
 mod cancel;
+mod caps;
 mod instances;
 mod lifecycle;
 mod limits;
+mod races;
 mod tenants;
 mod upstreams;
 
