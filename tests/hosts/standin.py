@@ -67,6 +67,41 @@ def anthropic_step(body, suffix):
     return ("text", "ok")
 
 
+def openai_callable(body):
+    """(namespace or None, name) of every function offered: in tools[] or loaded by tool_search."""
+    groups = list(body.get("tools") or [])
+    for i in body.get("input") or []:
+        if isinstance(i, dict) and i.get("type") == "tool_search_output":
+            groups += i.get("tools") or []
+    out = []
+    for t in groups:
+        if t.get("type") == "namespace":
+            out += [(t.get("name"), sub.get("name")) for sub in t.get("tools") or [] if sub.get("name")]
+        elif t.get("type") == "function" and t.get("name"):
+            out.append((None, t["name"]))
+    return out
+
+
+def openai_has_output(body, call_id):
+    return any(isinstance(i, dict) and i.get("call_id") == call_id and i.get("type", "").endswith("_output")
+               for i in body.get("input") or [])
+
+
+def openai_step(body, suffix):
+    """-> ("tool", id, (namespace, name)) | ("search", id, query) | ("text", words)"""
+    if openai_has_output(body, CALL_ID):
+        return ("text", "done")
+    callable_ = openai_callable(body)
+    full = {(ns + "__" if ns else "") + n: (ns, n) for ns, n in callable_}
+    hit = pick_tool(list(full), suffix)
+    if hit:
+        return ("tool", CALL_ID, full[hit])
+    searchable = any(t.get("type") == "tool_search" for t in body.get("tools") or [])
+    if searchable and not openai_has_output(body, SEARCH_ID):
+        return ("search", SEARCH_ID, "cyberos")
+    return ("text", "ok")
+
+
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     cfg = None
@@ -161,19 +196,19 @@ class Handler(BaseHTTPRequestHandler):
 
     # ---- OpenAI Responses --------------------------------------------------
     def openai(self, body):
-        done = openai_has_result(body)
-        tool = None if done else pick_tool(openai_tool_names(body), self.cfg.tool)
-        if tool:
-            item = {"type": "function_call", "id": "fc_standin", "call_id": CALL_ID, "name": tool,
+        step = openai_step(body, self.cfg.tool)
+        if step[0] == "tool":
+            ns, name = step[2]
+            item = {"type": "function_call", "id": "fc_standin", "call_id": CALL_ID, "name": name,
                     "arguments": self.cfg.args, "status": "completed"}
-            # a namespaced tool ("ns__name") is called as namespace + name
-            for t in body.get("tools") or []:
-                for sub in t.get("tools") or []:
-                    if t.get("name") and t["name"] + "__" + sub.get("name", "") == tool:
-                        item.update(name=sub["name"], namespace=t["name"])
+            if ns:
+                item["namespace"] = ns
+        elif step[0] == "search":
+            item = {"type": "tool_search_call", "id": "tsc_standin", "call_id": SEARCH_ID, "status": "completed",
+                    "execution": "client", "arguments": {"query": step[2], "limit": 20}}
         else:
             item = {"type": "message", "id": "msg_standin", "role": "assistant", "status": "completed",
-                    "content": [{"type": "output_text", "text": "done" if done else "ok", "annotations": []}]}
+                    "content": [{"type": "output_text", "text": step[1], "annotations": []}]}
         resp = {"id": "resp_standin", "object": "response", "status": "completed", "model": body.get("model"),
                 "output": [item], "usage": {"input_tokens": 10, "input_tokens_details": {"cached_tokens": 0},
                                             "output_tokens": 5, "output_tokens_details": {"reasoning_tokens": 0},

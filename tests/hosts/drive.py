@@ -1,0 +1,342 @@
+#!/usr/bin/env python3
+"""Drive real MCP hosts (Claude Code, Codex CLI) headless against the bridge.
+
+For every host x transport x scenario: start the scripted model stand-in
+(standin.py) on 127.0.0.1, point the host at it and at the bridge binary, run
+the host once (bounded by --timeout), then read the stand-in's request log for
+what the model was offered (tools, schemas, server instructions) and what it
+got back from the tool call. Writes one JSON file per run into --out and
+prints a compact table. Builds nothing.
+"""
+import argparse, json, os, re, shutil, signal, subprocess, sys, tempfile, time, urllib.request
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+BIN_DIR = os.path.join(HERE, ".cache", "node_modules", ".bin")
+SKILLS = os.path.join(HERE, "..", "fixtures", "skills")
+TENANT = "00000000-0000-4000-8000-000000000001"  # the --dev tenant
+
+SCENARIOS = {  # name -> (tool, arguments)
+    "success": ("cyberos.skill.list_skills", {}),
+    "input_error": ("cyberos.skill.list_skills", {"bogus": 1}),
+    "no_confirmation": ("cyberos.memory.append_audit", {"kind": "decision", "body": {"note": "host test"}}),
+    "long_running": ("cyberos.cuo.execute_workflow",
+                     {"persona": "chief-ai-officer", "workflow": "llm-evaluation-plan",
+                      "inputs": {"llm_feature": "search"}}),
+}
+SCHEMA_KEYWORDS = ("maxLength", "minLength", "minimum", "maximum", "pattern", "format", "required",
+                   "additionalProperties", "dependentSchemas", "description")
+
+
+def norm(name):
+    return re.sub(r"[^a-z0-9]", "_", name.lower())
+
+
+def wait_for(pred, seconds, step=0.1):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if pred():
+            return True
+        time.sleep(step)
+    return False
+
+
+def stop(proc):
+    if proc and proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
+
+
+# ---- the bridge ---------------------------------------------------------------
+class Bridge:
+    """Where the host finds the bridge: a command line (stdio) or a URL plus bearer (http)."""
+
+    def __init__(self, binary, transport, work):
+        self.binary, self.transport, self.proc = binary, transport, None
+        self.data = os.path.join(work, "bridge-data")
+        os.makedirs(self.data, mode=0o700, exist_ok=True)
+        self.args = ["--data-dir", self.data, "--skills-dir", os.path.abspath(SKILLS)]
+        if transport == "http":
+            port = free_port()
+            self.url = f"http://127.0.0.1:{port}/mcp"
+            self.token = subprocess.run([binary, *self.args, "dev-token", "--tenant", TENANT],
+                                        capture_output=True, text=True, timeout=30, check=True).stdout.strip()
+            self.log = open(os.path.join(work, "bridge-http.log"), "w")
+            self.proc = subprocess.Popen([binary, *self.args, "--transport", "http", "--listen", f"127.0.0.1:{port}"],
+                                         stdin=subprocess.DEVNULL, stdout=self.log, stderr=self.log)
+            if not wait_for(lambda: healthy(f"http://127.0.0.1:{port}/healthz"), 20):
+                raise RuntimeError("bridge did not become healthy on " + self.url)
+        else:
+            self.args = ["--dev", *self.args]
+
+    def close(self):
+        stop(self.proc)
+
+
+def free_port():
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def healthy(url):
+    try:
+        with urllib.request.urlopen(url, timeout=1) as r:
+            return r.status == 200
+    except OSError:
+        return False
+
+
+# ---- the hosts ------------------------------------------------------------------
+def base_env(home):
+    return {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": home, "LANG": "C.UTF-8", "TERM": "dumb"}
+
+
+def run_claude(bridge, model_url, home, timeout):
+    if bridge.transport == "http":
+        server = {"type": "http", "url": bridge.url, "headers": {"Authorization": "Bearer " + bridge.token}}
+    else:
+        server = {"type": "stdio", "command": bridge.binary, "args": bridge.args}
+    cfg = os.path.join(home, "mcp.json")
+    with open(cfg, "w") as f:
+        json.dump({"mcpServers": {"cyberos": server}}, f)
+    env = dict(base_env(home), CLAUDE_CONFIG_DIR=os.path.join(home, ".claude"), ANTHROPIC_BASE_URL=model_url,
+               ANTHROPIC_API_KEY="sk-standin", CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
+               DISABLE_AUTOUPDATER="1", DISABLE_TELEMETRY="1", DISABLE_ERROR_REPORTING="1")
+    cmd = [os.path.join(BIN_DIR, "claude"), "-p", "Use the cyberos tools.", "--mcp-config", cfg,
+           "--strict-mcp-config", "--allowedTools", "mcp__cyberos,ToolSearch", "--output-format", "json"]
+    rc, out, err, secs = run(cmd, env, home, timeout)
+    try:
+        final = json.loads(out).get("result")
+    except ValueError:
+        final = None
+    return rc, final, err, secs
+
+
+def run_codex(bridge, model_url, home, timeout):
+    toml = [f'model = "gpt-5.5"', 'model_provider = "standin"', 'approval_policy = "never"',
+            'sandbox_mode = "read-only"', "check_for_update_on_startup = false", "",
+            "[model_providers.standin]", 'name = "stand-in"', f'base_url = "{model_url}/v1"',
+            'env_key = "STANDIN_API_KEY"', 'wire_api = "responses"', "request_max_retries = 0",
+            "stream_max_retries = 0", "", "[mcp_servers.cyberos]"]
+    env = dict(base_env(home), CODEX_HOME=home, STANDIN_API_KEY="sk-standin")
+    if bridge.transport == "http":
+        toml += [f'url = "{bridge.url}"', 'bearer_token_env_var = "CYBEROS_BEARER"']
+        env["CYBEROS_BEARER"] = bridge.token
+    else:
+        toml += [f"command = {json.dumps(bridge.binary)}", "args = " + json.dumps(bridge.args)]
+    with open(os.path.join(home, "config.toml"), "w") as f:
+        f.write("\n".join(toml) + "\n")
+    work = os.path.join(home, "work")
+    os.makedirs(work, exist_ok=True)
+    cmd = [os.path.join(BIN_DIR, "codex"), "exec", "--skip-git-repo-check", "--ephemeral", "-C", work,
+           "--json", "Use the cyberos tools."]
+    rc, out, err, secs = run(cmd, env, home, timeout)
+    final = None
+    for line in out.splitlines():
+        try:
+            ev = json.loads(line)
+        except ValueError:
+            continue
+        item = ev.get("item") or {}
+        if ev.get("type") == "item.completed" and item.get("type") == "agent_message":
+            final = item.get("text")
+        if ev.get("type") in ("error", "turn.failed"):
+            final = "host error: " + json.dumps(ev.get("error") or ev.get("message"))
+    return rc, final, err, secs
+
+
+def run(cmd, env, cwd, timeout):
+    t0 = time.monotonic()
+    p = subprocess.Popen(cmd, env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        out, err = p.communicate(timeout=timeout)
+        rc = p.returncode
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)  # the host's own group: it and the bridge it started
+        out, err = p.communicate()
+        rc = "timeout"
+    return rc, out, err, round(time.monotonic() - t0, 1)
+
+
+HOSTS = {"claude": run_claude, "codex": run_codex}
+
+
+# ---- reading the stand-in's log -----------------------------------------------------
+def read_log(path):
+    reqs = []
+    if os.path.exists(path):
+        with open(path) as f:
+            reqs = [json.loads(line)["body"] for line in f if line.strip()]
+    return [r for r in reqs if isinstance(r, dict) and ("messages" in r or "input" in r)]
+
+
+def offered_claude(reqs):
+    """MCP tools as the model sees them: whole in tools[], or names only (deferred)."""
+    tools, deferred, instructions = {}, set(), None
+    for b in reqs:
+        for t in b.get("tools") or []:
+            if t.get("name", "").startswith("mcp__"):
+                tools[t["name"]] = {"name": t["name"], "description": t.get("description"),
+                                    "schema": t.get("input_schema"), "defer_loading": t.get("defer_loading", False)}
+        text = json.dumps([b.get("system"), b.get("messages")])
+        deferred |= set(re.findall(r"mcp__[A-Za-z0-9_-]+?__[A-Za-z0-9_-]+", text))
+        m = re.search(r"## cyberos\\n(.*?)\\n\\n", json.dumps(b.get("system")))
+        if m and not instructions:
+            instructions = json.loads('"' + m.group(1) + '"')
+    mode = "deferred (ToolSearch)" if deferred and any(t["defer_loading"] for t in tools.values()) else "in tools[]"
+    return list(tools.values()), sorted(deferred), instructions, mode
+
+
+def offered_codex(reqs):
+    tools, deferred, instructions = {}, [], None
+    for b in reqs:
+        groups = list(b.get("tools") or [])
+        for i in b.get("input") or []:
+            if isinstance(i, dict) and i.get("type") == "tool_search_output":
+                groups += i.get("tools") or []
+        for g in groups:
+            subs = g.get("tools") if g.get("type") == "namespace" else [g]
+            for t in subs or []:
+                name = (g["name"] + "__" if g.get("type") == "namespace" else "") + t.get("name", "")
+                if "cyberos" in name:
+                    tools[name] = {"name": name, "description": t.get("description"), "schema": t.get("parameters"),
+                                   "defer_loading": t.get("defer_loading", False)}
+            if g.get("type") == "namespace" and "cyberos" in g.get("name", ""):
+                instructions = g.get("description")
+        m = re.search(r"- (mcp__cyberos): ", json.dumps(b.get("input")))
+        if m:
+            deferred = [m.group(1)]
+    mode = "deferred (tool_search)" if deferred else "in tools[]"
+    return list(tools.values()), deferred, instructions, mode
+
+
+def result_claude(reqs):
+    for b in reqs:
+        for m in b.get("messages") or []:
+            for c in m.get("content") if isinstance(m.get("content"), list) else []:
+                if c.get("type") == "tool_result" and c.get("tool_use_id") == "call_cyberos_1":
+                    content = c.get("content")
+                    text = content if isinstance(content, str) else "\n".join(
+                        x.get("text", json.dumps(x)) for x in content or [])
+                    return {"text": text, "is_error": bool(c.get("is_error")), "raw": c}
+    return None
+
+
+def result_codex(reqs):
+    for b in reqs:
+        for i in b.get("input") or []:
+            if isinstance(i, dict) and i.get("call_id") == "call_cyberos_1" and i.get("type", "").endswith("_output"):
+                out = i.get("output")
+                text = out if isinstance(out, str) else "\n".join(x.get("text", json.dumps(x)) for x in out or [])
+                return {"text": text, "is_error": None, "raw": i}
+    return None
+
+
+def dropped_keywords(canonical, offered):
+    """Schema keywords present in the bridge's inputSchema but missing from what the model got."""
+    def walk(s, path, acc):
+        if isinstance(s, dict):
+            for k, v in s.items():
+                if k in SCHEMA_KEYWORDS:
+                    acc.add((path, k))
+                if k == "properties" and isinstance(v, dict):
+                    for p, sub in v.items():
+                        walk(sub, path + "/" + p, acc)
+        return acc
+    return sorted(k for _, k in walk(canonical, "", set()) - walk(offered or {}, "", set()))
+
+
+# ---- one run, and all of them --------------------------------------------------------
+def one(host, bridge, scenario, out_dir, timeout, catalogue):
+    tool, args = SCENARIOS[scenario]
+    home = tempfile.mkdtemp(prefix=f"host-{host}-")
+    log, port_file = os.path.join(home, "model.jsonl"), os.path.join(home, "model.port")
+    standin = subprocess.Popen([sys.executable, os.path.join(HERE, "standin.py"), "--log", log, "--tool", tool,
+                                "--args", json.dumps(args), "--port-file", port_file],
+                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        if not wait_for(lambda: os.path.exists(port_file) and open(port_file).read().strip(), 10):
+            raise RuntimeError("stand-in did not start")
+        model_url = "http://127.0.0.1:" + open(port_file).read().strip()
+        rc, final, err, secs = HOSTS[host](bridge, model_url, home, timeout)
+    finally:
+        stop(standin)
+    reqs = read_log(log)
+    tools, deferred, instructions, mode = (offered_claude if host == "claude" else offered_codex)(reqs)
+    result = (result_claude if host == "claude" else result_codex)(reqs)
+    dropped = {}
+    for t in tools:
+        canon = next((c for c in catalogue if norm(t["name"]).endswith(norm(c["name"]))), None)
+        if canon:
+            d = dropped_keywords(canon["inputSchema"], t["schema"])
+            if d:
+                dropped[canon["name"]] = d
+    rec = {"host": host, "transport": bridge.transport, "scenario": scenario, "tool": tool, "arguments": args,
+           "exit": rc, "seconds": secs, "model_requests": len(reqs), "tools_mode": mode,
+           "offered": tools, "deferred_names": deferred, "instructions": instructions,
+           "dropped_schema_keywords": dropped, "result": result, "final_text": final,
+           "host_stderr_tail": err[-1500:]}
+    with open(os.path.join(out_dir, f"{host}-{bridge.transport}-{scenario}.json"), "w") as f:
+        json.dump(rec, f, indent=1)
+    shutil.rmtree(home, ignore_errors=True)
+    return rec
+
+
+def summary(host, transport, recs):
+    tools = max((r["offered"] for r in recs), key=len, default=[])
+    drop = sorted({k for r in recs for ks in r["dropped_schema_keywords"].values() for k in ks})
+    mode = recs[0]["tools_mode"] if recs else "-"
+    print(f"\n== {host} / {transport}: model offered {len(tools)}/8 cyberos tools, {mode}; "
+          f"schema keywords dropped: {', '.join(drop) or 'none'}")
+    if tools:
+        print("   names: " + " ".join(t["name"] for t in sorted(tools, key=lambda t: t["name"])))
+    print(f"   {'scenario':<16}{'exit':<8}{'secs':<6}{'is_error':<9}what the model got (first 150 chars)")
+    for r in recs:
+        res = r["result"]
+        got = res["text"].replace("\n", "\\n")[:150] if res else f"(no tool result; host said: {r['final_text']})"
+        err = "-" if not res or res["is_error"] is None else str(res["is_error"]).lower()
+        print(f"   {r['scenario']:<16}{str(r['exit']):<8}{r['seconds']:<6}{err:<9}{got}")
+    return len(tools) == 8 and all(r["result"] for r in recs)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("binary")
+    ap.add_argument("--hosts", default="claude,codex")
+    ap.add_argument("--transports", default="stdio,http")
+    ap.add_argument("--scenarios", default=",".join(SCENARIOS))
+    ap.add_argument("--out", default=os.path.join(HERE, ".out"))
+    ap.add_argument("--timeout", type=int, default=60, help="seconds per host run")
+    a = ap.parse_args()
+    binary = os.path.abspath(a.binary)
+    os.makedirs(a.out, exist_ok=True)
+    with tempfile.TemporaryDirectory() as d:
+        catalogue = json.loads(subprocess.run([binary, "--dev", "--data-dir", d, "tools"], capture_output=True,
+                                              text=True, timeout=30, check=True).stdout)["tools"]
+    ok = True
+    for host in a.hosts.split(","):
+        if not os.access(os.path.join(BIN_DIR, host), os.X_OK):
+            print(f"\n== {host}: not installed ({BIN_DIR}/{host}); run tests/hosts/install.sh")
+            ok = False
+            continue
+        for transport in a.transports.split(","):
+            work = tempfile.mkdtemp(prefix="host-bridge-")
+            bridge = Bridge(binary, transport, work)
+            try:
+                recs = [one(host, bridge, s, a.out, a.timeout, catalogue) for s in a.scenarios.split(",")]
+            finally:
+                bridge.close()
+                shutil.rmtree(work, ignore_errors=True)
+            ok = summary(host, transport, recs) and ok
+    print(f"\nper-run records: {a.out}/<host>-<transport>-<scenario>.json")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
