@@ -54,11 +54,12 @@ def stop(proc):
 class Bridge:
     """Where the host finds the bridge: a command line (stdio) or a URL plus bearer (http)."""
 
-    def __init__(self, binary, transport, work):
-        self.binary, self.transport, self.proc = binary, transport, None
+    def __init__(self, binary, transport, work, flags):
+        self.binary, self.transport, self.proc, self.flags = binary, transport, None, flags
         self.data = os.path.join(work, "bridge-data")
         os.makedirs(self.data, mode=0o700, exist_ok=True)
-        self.args = ["--data-dir", self.data, "--skills-dir", os.path.abspath(SKILLS)]
+        # --dev: the local dev key verifies tokens (http) or signs the local token (stdio)
+        self.args = ["--dev", "--data-dir", self.data, "--skills-dir", os.path.abspath(SKILLS), *flags]
         if transport == "http":
             port = free_port()
             self.url = f"http://127.0.0.1:{port}/mcp"
@@ -69,8 +70,6 @@ class Bridge:
                                          stdin=subprocess.DEVNULL, stdout=self.log, stderr=self.log)
             if not wait_for(lambda: healthy(f"http://127.0.0.1:{port}/healthz"), 20):
                 raise RuntimeError("bridge did not become healthy on " + self.url)
-        else:
-            self.args = ["--dev", *self.args]
 
     def close(self):
         stop(self.proc)
@@ -270,38 +269,46 @@ def one(host, bridge, scenario, out_dir, timeout, catalogue):
     reqs = read_log(log)
     tools, deferred, instructions, mode = (offered_claude if host == "claude" else offered_codex)(reqs)
     result = (result_claude if host == "claude" else result_codex)(reqs)
-    dropped = {}
+    dropped, changed = {}, []
     for t in tools:
         canon = next((c for c in catalogue if norm(t["name"]).endswith(norm(c["name"]))), None)
         if canon:
             d = dropped_keywords(canon["inputSchema"], t["schema"])
             if d:
                 dropped[canon["name"]] = d
-    rec = {"host": host, "transport": bridge.transport, "scenario": scenario, "tool": tool, "arguments": args,
+            if t["description"] != canon.get("description"):
+                changed.append(canon["name"])
+    rec = {"host": host, "transport": bridge.transport, "bridge_flags": bridge.flags, "scenario": scenario, "tool": tool, "arguments": args,
            "exit": rc, "seconds": secs, "model_requests": len(reqs), "tools_mode": mode,
            "offered": tools, "deferred_names": deferred, "instructions": instructions,
-           "dropped_schema_keywords": dropped, "result": result, "final_text": final,
+           "dropped_schema_keywords": dropped, "descriptions_changed": changed, "result": result, "final_text": final,
            "host_stderr_tail": err[-1500:]}
-    with open(os.path.join(out_dir, f"{host}-{bridge.transport}-{scenario}.json"), "w") as f:
+    tag = "".join("-" + re.sub(r"[^a-z0-9]+", "", f) for f in bridge.flags)
+    with open(os.path.join(out_dir, f"{host}-{bridge.transport}{tag}-{scenario}.json"), "w") as f:
         json.dump(rec, f, indent=1)
     shutil.rmtree(home, ignore_errors=True)
     return rec
 
 
-def summary(host, transport, recs):
+def summary(host, transport, recs, width):
     tools = max((r["offered"] for r in recs), key=len, default=[])
     drop = sorted({k for r in recs for ks in r["dropped_schema_keywords"].values() for k in ks})
     mode = recs[0]["tools_mode"] if recs else "-"
-    print(f"\n== {host} / {transport}: model offered {len(tools)}/8 cyberos tools, {mode}; "
-          f"schema keywords dropped: {', '.join(drop) or 'none'}")
+    changed = sorted({n for r in recs for n in r["descriptions_changed"]})
+    print(f"\n== {host} / {transport}{' ' + ' '.join(recs[0]['bridge_flags']) if recs and recs[0]['bridge_flags'] else ''}: model offered {len(tools)}/8 cyberos tools, {mode}; "
+          f"schema keywords dropped: {', '.join(drop) or 'none'}; "
+          f"descriptions changed: {', '.join(changed) or 'none'}")
     if tools:
         print("   names: " + " ".join(t["name"] for t in sorted(tools, key=lambda t: t["name"])))
-    print(f"   {'scenario':<16}{'exit':<8}{'secs':<6}{'is_error':<9}what the model got (first 150 chars)")
+    print(f"   {'scenario':<16}{'exit':<5}{'secs':<5}{'isError':<8}{'has':<6}what the model got (whitespace collapsed)")
     for r in recs:
         res = r["result"]
-        got = res["text"].replace("\n", "\\n")[:150] if res else f"(no tool result; host said: {r['final_text']})"
+        text = " ".join(res["text"].split()) if res else ""
+        got = text[:width] + ("…" if len(text) > width else "") if res else \
+            f"(no tool result; host said: {r['final_text']})"
         err = "-" if not res or res["is_error"] is None else str(res["is_error"]).lower()
-        print(f"   {r['scenario']:<16}{str(r['exit']):<8}{r['seconds']:<6}{err:<9}{got}")
+        has = "".join(c if k in text else "." for c, k in (("c", '"class"'), ("h", '"hint"'), ("t", "trace")))
+        print(f"   {r['scenario']:<16}{str(r['exit']):<5}{r['seconds']:<5}{err:<8}{has:<6}{got}")
     return len(tools) == 8 and all(r["result"] for r in recs)
 
 
@@ -313,6 +320,8 @@ def main():
     ap.add_argument("--scenarios", default=",".join(SCENARIOS))
     ap.add_argument("--out", default=os.path.join(HERE, ".out"))
     ap.add_argument("--timeout", type=int, default=60, help="seconds per host run")
+    ap.add_argument("--bridge-flags", default="", help='extra bridge flags, e.g. "--long-running wait"')
+    ap.add_argument("--width", type=int, default=160, help="characters of each result shown")
     a = ap.parse_args()
     binary = os.path.abspath(a.binary)
     os.makedirs(a.out, exist_ok=True)
@@ -327,13 +336,13 @@ def main():
             continue
         for transport in a.transports.split(","):
             work = tempfile.mkdtemp(prefix="host-bridge-")
-            bridge = Bridge(binary, transport, work)
+            bridge = Bridge(binary, transport, work, a.bridge_flags.split())
             try:
                 recs = [one(host, bridge, s, a.out, a.timeout, catalogue) for s in a.scenarios.split(",")]
             finally:
                 bridge.close()
                 shutil.rmtree(work, ignore_errors=True)
-            ok = summary(host, transport, recs) and ok
+            ok = summary(host, transport, recs, a.width) and ok
     print(f"\nper-run records: {a.out}/<host>-<transport>-<scenario>.json")
     return 0 if ok else 1
 
