@@ -185,7 +185,7 @@ def offered_claude(reqs):
                                     "schema": t.get("input_schema"), "defer_loading": t.get("defer_loading", False)}
         text = json.dumps([b.get("system"), b.get("messages")])
         deferred |= set(re.findall(r"mcp__[A-Za-z0-9_-]+?__[A-Za-z0-9_-]+", text))
-        m = re.search(r"## cyberos\\n(.*?)\\n\\n", json.dumps(b.get("system")))
+        m = re.search(r"## cyberos\\n(.*?)\\n\\n", text)
         if m and not instructions:
             instructions = json.loads('"' + m.group(1) + '"')
     mode = "deferred (ToolSearch)" if deferred and any(t["defer_loading"] for t in tools.values()) else "in tools[]"
@@ -248,7 +248,7 @@ def dropped_keywords(canonical, offered):
                     for p, sub in v.items():
                         walk(sub, path + "/" + p, acc)
         return acc
-    return sorted(k for _, k in walk(canonical, "", set()) - walk(offered or {}, "", set()))
+    return sorted({k for _, k in walk(canonical, "", set()) - walk(offered or {}, "", set())})
 
 
 # ---- one run, and all of them --------------------------------------------------------
