@@ -69,6 +69,7 @@ class Bridge:
             self.proc = subprocess.Popen([binary, *self.args, "--transport", "http", "--listen", f"127.0.0.1:{port}"],
                                          stdin=subprocess.DEVNULL, stdout=self.log, stderr=self.log)
             if not wait_for(lambda: healthy(f"http://127.0.0.1:{port}/healthz"), 20):
+                stop(self.proc)
                 raise RuntimeError("bridge did not become healthy on " + self.url)
 
     def close(self):
@@ -335,14 +336,18 @@ def main():
             ok = False
             continue
         for transport in a.transports.split(","):
-            work = tempfile.mkdtemp(prefix="host-bridge-")
-            bridge = Bridge(binary, transport, work, a.bridge_flags.split())
+            work, bridge = tempfile.mkdtemp(prefix="host-bridge-"), None
             try:
+                bridge = Bridge(binary, transport, work, a.bridge_flags.split())
                 recs = [one(host, bridge, s, a.out, a.timeout, catalogue) for s in a.scenarios.split(",")]
+                ok = summary(host, transport, recs, a.width) and ok
+            except (RuntimeError, subprocess.SubprocessError) as e:
+                print(f"\n== {host} / {transport}: not run: {e}")
+                ok = False
             finally:
-                bridge.close()
+                if bridge:
+                    bridge.close()
                 shutil.rmtree(work, ignore_errors=True)
-            ok = summary(host, transport, recs, a.width) and ok
     print(f"\nper-run records: {a.out}/<host>-<transport>-<scenario>.json")
     return 0 if ok else 1
 
