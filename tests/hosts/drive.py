@@ -10,6 +10,9 @@ prints a compact table. Builds nothing.
 """
 import argparse, json, os, re, shutil, signal, subprocess, sys, tempfile, time, urllib.request
 
+from readlogs import (dropped_keywords, norm, offered_claude, offered_codex, read_log, read_wire,
+                      result_claude, result_codex)
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 BIN_DIR = os.path.join(HERE, ".cache", "node_modules", ".bin")
 SKILLS = os.path.join(HERE, "..", "fixtures", "skills")
@@ -23,12 +26,6 @@ SCENARIOS = {  # name -> (tool, arguments)
                      {"persona": "chief-ai-officer", "workflow": "llm-evaluation-plan",
                       "inputs": {"llm_feature": "search"}}),
 }
-SCHEMA_KEYWORDS = ("maxLength", "minLength", "minimum", "maximum", "pattern", "format", "required",
-                   "additionalProperties", "dependentSchemas", "description")
-
-
-def norm(name):
-    return re.sub(r"[^a-z0-9]", "_", name.lower())
 
 
 def wait_for(pred, seconds, step=0.1):
@@ -72,6 +69,11 @@ class Bridge:
                 stop(self.proc)
                 raise RuntimeError("bridge did not become healthy on " + self.url)
 
+    def stdio_command(self, home):
+        """The command a host spawns: the bridge behind stdio_tap.py, which logs the wire to home/wire.jsonl."""
+        tap = os.path.join(HERE, "stdio_tap.py")
+        return sys.executable, [tap, os.path.join(home, "wire.jsonl"), self.binary, *self.args]
+
     def close(self):
         stop(self.proc)
 
@@ -100,7 +102,8 @@ def run_claude(bridge, model_url, home, timeout):
     if bridge.transport == "http":
         server = {"type": "http", "url": bridge.url, "headers": {"Authorization": "Bearer " + bridge.token}}
     else:
-        server = {"type": "stdio", "command": bridge.binary, "args": bridge.args}
+        command, args = bridge.stdio_command(home)
+        server = {"type": "stdio", "command": command, "args": args}
     cfg = os.path.join(home, "mcp.json")
     with open(cfg, "w") as f:
         json.dump({"mcpServers": {"cyberos": server}}, f)
@@ -128,7 +131,8 @@ def run_codex(bridge, model_url, home, timeout):
         toml += [f'url = "{bridge.url}"', 'bearer_token_env_var = "CYBEROS_BEARER"']
         env["CYBEROS_BEARER"] = bridge.token
     else:
-        toml += [f"command = {json.dumps(bridge.binary)}", "args = " + json.dumps(bridge.args)]
+        command, args = bridge.stdio_command(home)
+        toml += [f"command = {json.dumps(command)}", "args = " + json.dumps(args)]
     with open(os.path.join(home, "config.toml"), "w") as f:
         f.write("\n".join(toml) + "\n")
     work = os.path.join(home, "work")
@@ -167,98 +171,14 @@ def run(cmd, env, cwd, timeout):
 HOSTS = {"claude": run_claude, "codex": run_codex}
 
 
-# ---- reading the stand-in's log -----------------------------------------------------
-def read_log(path):
-    reqs = []
-    if os.path.exists(path):
-        with open(path) as f:
-            reqs = [json.loads(line)["body"] for line in f if line.strip()]
-    return [r for r in reqs if isinstance(r, dict) and ("messages" in r or "input" in r)]
-
-
-def offered_claude(reqs):
-    """MCP tools as the model sees them: whole in tools[], or names only (deferred)."""
-    tools, deferred, instructions = {}, set(), None
-    for b in reqs:
-        for t in b.get("tools") or []:
-            if t.get("name", "").startswith("mcp__"):
-                tools[t["name"]] = {"name": t["name"], "description": t.get("description"),
-                                    "schema": t.get("input_schema"), "defer_loading": t.get("defer_loading", False)}
-        text = json.dumps([b.get("system"), b.get("messages")])
-        deferred |= set(re.findall(r"mcp__[A-Za-z0-9_-]+?__[A-Za-z0-9_-]+", text))
-        m = re.search(r"## cyberos\\n(.*?)\\n\\n", text)
-        if m and not instructions:
-            instructions = json.loads('"' + m.group(1) + '"')
-    mode = "deferred (ToolSearch)" if deferred and any(t["defer_loading"] for t in tools.values()) else "in tools[]"
-    return list(tools.values()), sorted(deferred), instructions, mode
-
-
-def offered_codex(reqs):
-    tools, deferred, instructions = {}, [], None
-    for b in reqs:
-        groups = list(b.get("tools") or [])
-        for i in b.get("input") or []:
-            if isinstance(i, dict) and i.get("type") == "tool_search_output":
-                groups += i.get("tools") or []
-        for g in groups:
-            subs = g.get("tools") if g.get("type") == "namespace" else [g]
-            for t in subs or []:
-                name = (g["name"] + "__" if g.get("type") == "namespace" else "") + t.get("name", "")
-                if "cyberos" in name:
-                    tools[name] = {"name": name, "description": t.get("description"), "schema": t.get("parameters"),
-                                   "defer_loading": t.get("defer_loading", False)}
-            if g.get("type") == "namespace" and "cyberos" in g.get("name", ""):
-                instructions = g.get("description")
-        m = re.search(r"- (mcp__cyberos): ", json.dumps(b.get("input")))
-        if m:
-            deferred = [m.group(1)]
-    mode = "deferred (tool_search)" if deferred else "in tools[]"
-    return list(tools.values()), deferred, instructions, mode
-
-
-def result_claude(reqs):
-    for b in reqs:
-        for m in b.get("messages") or []:
-            for c in m.get("content") if isinstance(m.get("content"), list) else []:
-                if c.get("type") == "tool_result" and c.get("tool_use_id") == "call_cyberos_1":
-                    content = c.get("content")
-                    text = content if isinstance(content, str) else "\n".join(
-                        x.get("text", json.dumps(x)) for x in content or [])
-                    return {"text": text, "is_error": bool(c.get("is_error")), "raw": c}
-    return None
-
-
-def result_codex(reqs):
-    for b in reqs:
-        for i in b.get("input") or []:
-            if isinstance(i, dict) and i.get("call_id") == "call_cyberos_1" and i.get("type", "").endswith("_output"):
-                out = i.get("output")
-                text = out if isinstance(out, str) else "\n".join(x.get("text", json.dumps(x)) for x in out or [])
-                return {"text": text, "is_error": None, "raw": i}
-    return None
-
-
-def dropped_keywords(canonical, offered):
-    """Schema keywords present in the bridge's inputSchema but missing from what the model got."""
-    def walk(s, path, acc):
-        if isinstance(s, dict):
-            for k, v in s.items():
-                if k in SCHEMA_KEYWORDS:
-                    acc.add((path, k))
-                if k == "properties" and isinstance(v, dict):
-                    for p, sub in v.items():
-                        walk(sub, path + "/" + p, acc)
-        return acc
-    return sorted({k for _, k in walk(canonical, "", set()) - walk(offered or {}, "", set())})
-
-
 # ---- one run, and all of them --------------------------------------------------------
 def one(host, bridge, scenario, out_dir, timeout, catalogue):
     tool, args = SCENARIOS[scenario]
     home = tempfile.mkdtemp(prefix=f"host-{host}-")
     log, port_file = os.path.join(home, "model.jsonl"), os.path.join(home, "model.port")
     standin = subprocess.Popen([sys.executable, os.path.join(HERE, "standin.py"), "--log", log, "--tool", tool,
-                                "--args", json.dumps(args), "--port-file", port_file],
+                                "--args", json.dumps(args), "--port-file", port_file,
+                                "--final-delay", "2" if scenario == "long_running" else "0"],
                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         if not wait_for(lambda: os.path.exists(port_file) and open(port_file).read().strip(), 10):
@@ -268,6 +188,7 @@ def one(host, bridge, scenario, out_dir, timeout, catalogue):
     finally:
         stop(standin)
     reqs = read_log(log)
+    wire = read_wire(os.path.join(home, "wire.jsonl"), tool)
     tools, deferred, instructions, mode = (offered_claude if host == "claude" else offered_codex)(reqs)
     result = (result_claude if host == "claude" else result_codex)(reqs)
     dropped, changed = {}, []
@@ -282,16 +203,21 @@ def one(host, bridge, scenario, out_dir, timeout, catalogue):
     rec = {"host": host, "transport": bridge.transport, "bridge_flags": bridge.flags, "scenario": scenario, "tool": tool, "arguments": args,
            "exit": rc, "seconds": secs, "model_requests": len(reqs), "tools_mode": mode,
            "offered": tools, "deferred_names": deferred, "instructions": instructions,
-           "dropped_schema_keywords": dropped, "descriptions_changed": changed, "result": result, "final_text": final,
+           "dropped_schema_keywords": dropped, "descriptions_changed": changed, "result": result, "final_text": final, "wire": wire,
            "host_stderr_tail": err[-1500:]}
     tag = "".join("-" + re.sub(r"[^a-z0-9]+", "", f) for f in bridge.flags)
     with open(os.path.join(out_dir, f"{host}-{bridge.transport}{tag}-{scenario}.json"), "w") as f:
         json.dump(rec, f, indent=1)
+    for src, suffix in ((log, ".model.jsonl"), (os.path.join(home, "wire.jsonl"), ".wire.jsonl")):
+        if os.path.exists(src):  # the raw logs, beside the record
+            shutil.copy(src, os.path.join(out_dir, f"{host}-{bridge.transport}{tag}-{scenario}{suffix}"))
     shutil.rmtree(home, ignore_errors=True)
     return rec
 
 
 def summary(host, transport, recs, width):
+    """wire: 'elicit' = the bridge asked the host by elicitation/create; 'prog+N' = N progress
+    notifications with the call's token after its response (stdio only: seen by stdio_tap.py)."""
     tools = max((r["offered"] for r in recs), key=len, default=[])
     drop = sorted({k for r in recs for ks in r["dropped_schema_keywords"].values() for k in ks})
     mode = recs[0]["tools_mode"] if recs else "-"
@@ -301,7 +227,14 @@ def summary(host, transport, recs, width):
           f"descriptions changed: {', '.join(changed) or 'none'}")
     if tools:
         print("   names: " + " ".join(t["name"] for t in sorted(tools, key=lambda t: t["name"])))
-    print(f"   {'scenario':<16}{'exit':<5}{'secs':<5}{'isError':<8}{'has':<6}what the model got (whitespace collapsed)")
+    wire = next((r["wire"] for r in recs if r["wire"]), None)
+    if wire:
+        ci, cp = wire["clientInfo"] or {}, wire["call_params"] or {}
+        print(f"   host: clientInfo.name={ci.get('name')!r} version={ci.get('version')!r}; capabilities: "
+              f"{', '.join(sorted(wire['capabilities'] or {}))}; tools/call params: {', '.join(sorted(cp))}; "
+              f"_meta: {', '.join(sorted(cp.get('_meta') or {}))}")
+    print(f"   {'scenario':<16}{'exit':<5}{'secs':<5}{'wire':<8}{'isError':<8}{'has':<6}"
+          "what the model got (whitespace collapsed)")
     for r in recs:
         res = r["result"]
         text = " ".join(res["text"].split()) if res else ""
@@ -309,7 +242,10 @@ def summary(host, transport, recs, width):
             f"(no tool result; host said: {r['final_text']})"
         err = "-" if not res or res["is_error"] is None else str(res["is_error"]).lower()
         has = "".join(c if k in text else "." for c, k in (("c", '"class"'), ("h", '"hint"'), ("t", "trace")))
-        print(f"   {r['scenario']:<16}{str(r['exit']):<5}{r['seconds']:<5}{err:<8}{has:<6}{got}")
+        w = r["wire"] or {}
+        wcol = ("elicit " if "elicitation/create" in w.get("server_requests", []) else "") + \
+            (f"prog+{w['progress_after_response']}" if w.get("progress_after_response") else "")
+        print(f"   {r['scenario']:<16}{str(r['exit']):<5}{r['seconds']:<5}{wcol or '-':<8}{err:<8}{has:<6}{got}")
     return len(tools) == 8 and all(r["result"] for r in recs)
 
 

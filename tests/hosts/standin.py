@@ -14,7 +14,7 @@ The script, per request:
   3. else (a side request: titles, quota, tool search off...) -> answer "ok".
 The driver reads the log afterwards: the tools offered and the result text.
 """
-import argparse, json, re, sys, threading
+import argparse, json, re, sys, threading, time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 CALL_ID = "call_cyberos_1"      # the scenario's call
@@ -162,8 +162,13 @@ class Handler(BaseHTTPRequestHandler):
         self._json(404, {"error": {"type": "not_found", "message": "stand-in: " + path}})
 
     # ---- Anthropic Messages ------------------------------------------------
+    def think(self, step):
+        if step == ("text", "done") and self.cfg.final_delay:
+            time.sleep(min(self.cfg.final_delay, 10))
+
     def anthropic(self, body):
         step = anthropic_step(body, self.cfg.tool)
+        self.think(step)
         if step[0] == "tool":
             block = {"type": "tool_use", "id": step[1], "name": step[2], "input": json.loads(self.cfg.args)}
         elif step[0] == "search":
@@ -197,6 +202,7 @@ class Handler(BaseHTTPRequestHandler):
     # ---- OpenAI Responses --------------------------------------------------
     def openai(self, body):
         step = openai_step(body, self.cfg.tool)
+        self.think(step)
         if step[0] == "tool":
             ns, name = step[2]
             item = {"type": "function_call", "id": "fc_standin", "call_id": CALL_ID, "name": name,
@@ -227,6 +233,8 @@ def main():
     p.add_argument("--tool", required=True, help="tool name suffix, e.g. cyberos.skill.list_skills")
     p.add_argument("--args", default="{}", help="the call's arguments as JSON")
     p.add_argument("--port-file", required=True)
+    p.add_argument("--final-delay", type=float, default=0.0,
+                   help="seconds to 'think' before the final answer (keeps the host alive after the call)")
     a = p.parse_args()
     json.loads(a.args)
     Handler.cfg = a
