@@ -23,7 +23,7 @@ pub async fn run(config: Config, command: Option<Command>) -> i32 {
     match command {
         None => serve(config).await,
         Some(Command::Tools) => {
-            print_json(crate::app::tools::Registry::build().listing());
+            print_json(crate::app::tools::Registry::build(config.tool_names).listing());
             EXIT_OK
         }
         Some(Command::DevToken {

@@ -19,5 +19,5 @@ pub mod tools;
 pub mod trace;
 pub mod wiring;
 
-pub use settings::{LongRunning, Settings, ToolErrors};
+pub use settings::{LongRunning, Settings, ToolErrors, ToolNames};
 pub use state::App;

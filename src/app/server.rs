@@ -16,7 +16,7 @@ use crate::app::rpc::{
 use crate::app::session::Session;
 use crate::app::telemetry::{self, CallSpan, Outcome, Parent};
 use crate::app::{App, tasks, tools};
-use crate::domain::TraceId;
+use crate::domain::{ToolNaming, TraceId, respell};
 
 /// A serialized response and what HTTP needs to pick its status.
 pub struct Answer {
@@ -85,8 +85,10 @@ pub async fn answer(app: &App, session: &Session, req: Request) -> Answer {
             missing_scopes: Vec::new(),
             retry_after: None,
         },
-        Err(err) => {
+        Err(mut err) => {
             tracing::debug!(method = req.method.name(), code = err.code, trace_id = %trace, "request failed");
+            // Protocol errors name tools too (tasks/*, an unknown tool).
+            err.respell(app.settings().tool_names);
             Answer {
                 frame: rpc::failure(Some(&req.id), &err),
                 missing_scopes: err.missing_scopes().to_vec(),
@@ -115,7 +117,9 @@ async fn dispatch(
     }
     let bad = |e: &BadParams| RpcError::protocol(INVALID_PARAMS, e.message.clone(), e.hint, trace);
     match method {
-        Method::Initialize(params) => initialize(session, params, trace).map(Reply::Json),
+        Method::Initialize(params) => {
+            initialize(session, params, trace, app.settings().tool_names).map(Reply::Json)
+        }
         Method::Ping => Ok(Reply::Json(json!({}))),
         Method::SetLevel(level) => {
             session.set_log_level(*level.as_ref().map_err(bad)?);
@@ -170,6 +174,7 @@ fn initialize(
     session: &Session,
     params: &InitializeParams,
     trace: TraceId,
+    naming: ToolNaming,
 ) -> Result<Value, RpcError> {
     let version = params.protocol_version.as_deref();
     if !version.is_some_and(is_supported_request) {
@@ -207,7 +212,7 @@ fn initialize(
             "version": env!("CARGO_PKG_VERSION"),
             "description": "CyberOS personas, workflows, audit log and skills as MCP tools"
         },
-        "instructions": INSTRUCTIONS
+        "instructions": respell(INSTRUCTIONS, naming)
     }))
 }
 

@@ -20,6 +20,25 @@ pub enum LongRunning {
     Wait,
 }
 
+/// How tools are named in `tools/list` (`--tool-names`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ToolNames {
+    /// The seed's names: `cyberos.cuo.route`.
+    Dotted,
+    /// `cyberos_cuo_route`, for hosts and model APIs that refuse dots in tool names.
+    Underscore,
+}
+
+impl From<ToolNames> for crate::domain::ToolNaming {
+    fn from(names: ToolNames) -> Self {
+        match names {
+            ToolNames::Dotted => crate::domain::ToolNaming::Dotted,
+            ToolNames::Underscore => crate::domain::ToolNaming::Underscore,
+        }
+    }
+}
+
 /// Behaviour switches of the protocol layer.
 #[derive(Debug, Clone)]
 pub struct Settings {
@@ -27,6 +46,8 @@ pub struct Settings {
     pub tool_errors: ToolErrors,
     /// Plain-call behaviour of long-running tools.
     pub long_running: LongRunning,
+    /// The spelling of tool names in listings and in every text that names a tool.
+    pub tool_names: crate::domain::ToolNaming,
     /// Cap on one tenant's tasks running on this instance.
     pub max_tasks_per_tenant: usize,
     /// Cap on one tenant's tasks kept in the store (any status).
@@ -40,6 +61,7 @@ impl Default for Settings {
         Settings {
             tool_errors: ToolErrors::Jsonrpc,
             long_running: LongRunning::Handle,
+            tool_names: crate::domain::ToolNaming::Dotted,
             max_tasks_per_tenant: crate::app::tasks::runner::DEFAULT_MAX_TASKS_PER_TENANT,
             max_stored_tasks_per_tenant: crate::domain::task::DEFAULT_MAX_STORED_PER_TENANT,
             max_cuo_children: crate::app::tasks::runner::DEFAULT_MAX_CUO_CHILDREN,

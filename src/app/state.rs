@@ -32,11 +32,12 @@ impl App {
             settings.max_tasks_per_tenant,
             settings.max_cuo_children,
         );
+        let registry = Registry::build(settings.tool_names);
         App(Arc::new(Inner {
             ports,
             settings,
             identity,
-            registry: Registry::build(),
+            registry,
             runner,
         }))
     }

@@ -29,7 +29,7 @@ const RUNS_WORK: Effects = Effects {
 
 static LIST_PERSONAS: ToolSpec = ToolSpec {
     tool: Tool::ListPersonas,
-    name: ToolName::from_static("cyberos.cuo.list_personas"),
+    name: ToolName::from_static("cyberos.cuo.list_personas", "cyberos_cuo_list_personas"),
     title: "List CyberOS personas",
     description: "List the active CyberOS personas (CTO, CFO, CPO, ...) with their id, title, short name, \
                   description and the ids of their workflows.",
@@ -43,7 +43,7 @@ static LIST_PERSONAS: ToolSpec = ToolSpec {
 
 static LIST_WORKFLOWS: ToolSpec = ToolSpec {
     tool: Tool::ListWorkflows,
-    name: ToolName::from_static("cyberos.cuo.list_workflows"),
+    name: ToolName::from_static("cyberos.cuo.list_workflows", "cyberos_cuo_list_workflows"),
     title: "List CUO workflows",
     description: "List the workflows the CUO orchestrator can run, optionally for one persona, with each \
                   workflow's input schema and typical duration.",
@@ -57,7 +57,7 @@ static LIST_WORKFLOWS: ToolSpec = ToolSpec {
 
 static ROUTE: ToolSpec = ToolSpec {
     tool: Tool::Route,
-    name: ToolName::from_static("cyberos.cuo.route"),
+    name: ToolName::from_static("cyberos.cuo.route", "cyberos_cuo_route"),
     title: "Route a request to a persona",
     description: "Find the persona and workflow best suited to a request written in plain language. Returns \
                   the best match, a confidence between 0 and 1, and alternates as persona/workflow ids.",
@@ -71,7 +71,10 @@ static ROUTE: ToolSpec = ToolSpec {
 
 static EXECUTE_WORKFLOW: ToolSpec = ToolSpec {
     tool: Tool::ExecuteWorkflow,
-    name: ToolName::from_static("cyberos.cuo.execute_workflow"),
+    name: ToolName::from_static(
+        "cyberos.cuo.execute_workflow",
+        "cyberos_cuo_execute_workflow",
+    ),
     title: "Run a CUO workflow",
     description: "Run one persona's workflow with the given inputs. Long-running: returns a task handle \
                   ({task_id, status}); poll it with tasks/get and fetch the result ({steps_executed, \
@@ -86,7 +89,7 @@ static EXECUTE_WORKFLOW: ToolSpec = ToolSpec {
 
 static APPEND_AUDIT: ToolSpec = ToolSpec {
     tool: Tool::AppendAudit,
-    name: ToolName::from_static("cyberos.memory.append_audit"),
+    name: ToolName::from_static("cyberos.memory.append_audit", "cyberos_memory_append_audit"),
     title: "Append to the audit log",
     description: "Append one event to the tenant's append-only CyberOS audit log. The entry is permanent, so \
                   the call must be confirmed by the user.",
@@ -103,7 +106,7 @@ static APPEND_AUDIT: ToolSpec = ToolSpec {
 
 static READ_AUDIT: ToolSpec = ToolSpec {
     tool: Tool::ReadAudit,
-    name: ToolName::from_static("cyberos.memory.read_audit"),
+    name: ToolName::from_static("cyberos.memory.read_audit", "cyberos_memory_read_audit"),
     title: "Read the audit log",
     description: "Read the tenant's audit log: one entry by audit_id, or a page of entries filtered by kind \
                   and start time, newest first, with next_cursor for the next page.",
@@ -117,7 +120,7 @@ static READ_AUDIT: ToolSpec = ToolSpec {
 
 static LIST_SKILLS: ToolSpec = ToolSpec {
     tool: Tool::ListSkills,
-    name: ToolName::from_static("cyberos.skill.list_skills"),
+    name: ToolName::from_static("cyberos.skill.list_skills", "cyberos_skill_list_skills"),
     title: "List skills",
     description: "List the SKILL folders available to this bridge, optionally filtered by words in their \
                   name or description, with each skill's input schema when it declares one.",
@@ -131,7 +134,7 @@ static LIST_SKILLS: ToolSpec = ToolSpec {
 
 static INVOKE_SKILL: ToolSpec = ToolSpec {
     tool: Tool::InvokeSkill,
-    name: ToolName::from_static("cyberos.skill.invoke_skill"),
+    name: ToolName::from_static("cyberos.skill.invoke_skill", "cyberos_skill_invoke_skill"),
     title: "Run a skill",
     description: "Run a skill with the given inputs. Long-running: returns a task handle ({task_id, status}); \
                   poll it with tasks/get and fetch the result ({output, artifacts}) when it completes.",

@@ -21,4 +21,4 @@ pub use error::{DomainError, ErrorClass, Upstream};
 pub use ids::{TaskId, TenantId, Timestamp, TraceId};
 pub use json::JsonText;
 pub use principal::{CallCtx, Principal, Scope, TokenRejection};
-pub use tool::{Effects, TaskSupport, Tool, ToolName, ToolSpec};
+pub use tool::{Effects, TaskSupport, Tool, ToolName, ToolNaming, ToolSpec, respell};

@@ -8,31 +8,85 @@ use crate::domain::{Scope, Upstream};
 ///
 /// ```
 /// use cyberos_mcp_bridge::domain::ToolName;
-/// const GOOD: ToolName = ToolName::from_static("cyberos.cuo.list_personas");
+/// const GOOD: ToolName =
+///     ToolName::from_static("cyberos.cuo.list_personas", "cyberos_cuo_list_personas");
 /// assert_eq!(GOOD.as_str(), "cyberos.cuo.list_personas");
 /// ```
 ///
 /// ```compile_fail,E0080
 /// use cyberos_mcp_bridge::domain::ToolName;
-/// const BAD: ToolName = ToolName::from_static("cyberos.CUO.x");
+/// const BAD: ToolName = ToolName::from_static("cyberos.CUO.x", "cyberos_CUO_x");
+/// ```
+///
+/// ```compile_fail,E0080
+/// use cyberos_mcp_bridge::domain::ToolName;
+/// const DRIFT: ToolName = ToolName::from_static("cyberos.cuo.route", "cyberos_cuo_routes");
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct ToolName(&'static str);
+pub struct ToolName {
+    dotted: &'static str,
+    underscored: &'static str,
+}
 
 impl ToolName {
     /// Checks the contract's pattern; panics (a compile error in `const` context) otherwise.
-    pub const fn from_static(name: &'static str) -> ToolName {
+    /// The underscore spelling is checked to be the dotted one with `.` → `_`, so the two
+    /// cannot drift apart.
+    pub const fn from_static(name: &'static str, underscored: &'static str) -> ToolName {
         assert!(
             is_valid_tool_name(name),
             "tool name must match ^cyberos\\.[a-z][a-z0-9]*\\.[a-z][a-z0-9_]*$"
         );
-        ToolName(name)
+        assert!(
+            is_underscore_spelling(name, underscored),
+            "the underscore spelling must be the name with '.' replaced by '_'"
+        );
+        ToolName {
+            dotted: name,
+            underscored,
+        }
     }
 
-    /// The name.
+    /// The canonical (dotted) name: spans, audit rows and logs use it.
     pub const fn as_str(&self) -> &'static str {
-        self.0
+        self.dotted
     }
+
+    /// The name as listed under `naming`.
+    pub const fn spelled(&self, naming: ToolNaming) -> &'static str {
+        match naming {
+            ToolNaming::Dotted => self.dotted,
+            ToolNaming::Underscore => self.underscored,
+        }
+    }
+}
+
+/// How tool names are listed: the seed's dotted names, or with underscores for hosts and
+/// model APIs that accept only `^[a-zA-Z0-9_-]{1,64}$`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ToolNaming {
+    /// `cyberos.cuo.route`
+    #[default]
+    Dotted,
+    /// `cyberos_cuo_route`
+    Underscore,
+}
+
+/// Whether `underscored` is `dotted` with every `.` replaced by `_`.
+const fn is_underscore_spelling(dotted: &str, underscored: &str) -> bool {
+    let (d, u) = (dotted.as_bytes(), underscored.as_bytes());
+    if d.len() != u.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < d.len() {
+        let want = if d[i] == b'.' { b'_' } else { d[i] };
+        if u[i] != want {
+            return false;
+        }
+        i += 1;
+    }
+    true
 }
 
 /// Whether `name` matches `^cyberos\.[a-z][a-z0-9]*\.[a-z][a-z0-9_]*$`.
@@ -188,22 +242,61 @@ impl Tool {
         Tool::InvokeSkill,
     ];
 
-    /// Looks a client-supplied name up; names from clients never become `ToolName`s.
+    /// Looks a client-supplied name up, in either spelling whatever the listing uses;
+    /// names from clients never become `ToolName`s.
     pub fn from_name(name: &str) -> Option<Tool> {
-        Tool::ALL
-            .into_iter()
-            .find(|t| t.spec().name.as_str() == name)
+        Tool::ALL.into_iter().find(|t| {
+            let n = t.spec().name;
+            n.as_str() == name || n.spelled(ToolNaming::Underscore) == name
+        })
     }
 
-    /// The tool's name.
+    /// The tool's canonical (dotted) name.
     pub fn name(self) -> &'static str {
         self.spec().name.as_str()
     }
+
+    /// The tool's name as listed under `naming`.
+    pub fn listed_name(self, naming: ToolNaming) -> &'static str {
+        self.spec().name.spelled(naming)
+    }
+}
+
+/// `text` with every tool's dotted name in the spelling of `naming`: for the texts a
+/// client reads (descriptions, instructions, errors, handles), never for stored data.
+pub fn respell(text: &str, naming: ToolNaming) -> std::borrow::Cow<'_, str> {
+    if naming == ToolNaming::Dotted || !text.contains("cyberos.") {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = text.to_owned();
+    for tool in Tool::ALL {
+        let n = tool.spec().name;
+        out = out.replace(n.as_str(), n.spelled(naming));
+    }
+    std::borrow::Cow::Owned(out)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn both_spellings_find_a_tool_and_texts_are_respelled() {
+        for tool in Tool::ALL {
+            let underscored = tool.listed_name(ToolNaming::Underscore);
+            assert!(!underscored.contains('.'), "{underscored}");
+            assert!(underscored.len() <= 64);
+            assert_eq!(Tool::from_name(underscored), Some(tool));
+            assert_eq!(Tool::from_name(tool.name()), Some(tool));
+        }
+        assert_eq!(Tool::from_name("cyberos_cuo.route"), None);
+        let text = "Use cyberos.cuo.route, then cyberos.cuo.execute_workflow.";
+        assert_eq!(
+            respell(text, ToolNaming::Underscore),
+            "Use cyberos_cuo_route, then cyberos_cuo_execute_workflow."
+        );
+        assert_eq!(respell(text, ToolNaming::Dotted), text);
+    }
 
     fn check(name: &str, expected: bool) {
         assert_eq!(is_valid_tool_name(name), expected, "{name}");

@@ -19,3 +19,4 @@ mod task_store;
 mod tasks;
 mod telemetry;
 mod tidy;
+mod tool_names;

@@ -7,7 +7,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use serde::Deserialize;
 
 use super::error::ConfigError;
-use crate::app::{LongRunning, ToolErrors};
+use crate::app::{LongRunning, ToolErrors, ToolNames};
 
 /// The command line.
 #[derive(Debug, Parser)]
@@ -199,6 +199,11 @@ pub struct Options {
     /// Plain calls of long-running tools: handle (default) or wait.
     #[arg(long, global = true, env = "CYBEROS_LONG_RUNNING", value_enum)]
     pub long_running: Option<LongRunning>,
+    /// Tool names in tools/list: dotted (default, `cyberos.cuo.route`) or underscore
+    /// (`cyberos_cuo_route`, for hosts that accept only `^[a-zA-Z0-9_-]{1,64}$`). Calls
+    /// may use either spelling.
+    #[arg(long, global = true, env = "CYBEROS_TOOL_NAMES", value_enum)]
+    pub tool_names: Option<ToolNames>,
     /// Cap on one tenant's tasks running at once on this bridge (default 32).
     #[arg(
         long,
@@ -265,6 +270,7 @@ impl Options {
             otlp_endpoint,
             tool_errors,
             long_running,
+            tool_names,
             max_tasks_per_tenant,
             max_cuo_children,
             max_stored_tasks_per_tenant,

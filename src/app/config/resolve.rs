@@ -44,6 +44,8 @@ pub struct Config {
     pub tool_errors: ToolErrors,
     /// Long-running plain-call behaviour.
     pub long_running: LongRunning,
+    /// The spelling of tool names.
+    pub tool_names: crate::domain::ToolNaming,
     /// Cap on one tenant's tasks running at once on this instance.
     pub max_tasks_per_tenant: usize,
     /// Cap on the CUO children running tasks at once on this instance, across tenants.
@@ -168,6 +170,7 @@ impl Config {
             skills_dirs,
             tool_errors: options.tool_errors.unwrap_or(ToolErrors::Jsonrpc),
             long_running: options.long_running.unwrap_or(LongRunning::Handle),
+            tool_names: options.tool_names.map(Into::into).unwrap_or_default(),
             max_tasks_per_tenant: at_least_one(
                 options.max_tasks_per_tenant,
                 DEFAULT_MAX_TASKS_PER_TENANT,

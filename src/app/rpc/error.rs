@@ -195,6 +195,17 @@ impl RpcError {
         data
     }
 
+    /// Names tools in the message and hint as `naming` spells them.
+    pub fn respell(&mut self, naming: crate::domain::ToolNaming) {
+        use crate::domain::respell;
+        if let std::borrow::Cow::Owned(m) = respell(&self.message, naming) {
+            self.message = m;
+        }
+        if let std::borrow::Cow::Owned(h) = respell(&self.hint, naming) {
+            self.hint = h;
+        }
+    }
+
     /// The error object.
     pub fn to_value(&self) -> Value {
         json!({ "code": self.code, "message": self.message, "data": self.data() })

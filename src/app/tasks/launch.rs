@@ -54,7 +54,7 @@ pub async fn launch(
     if call.task.is_some() {
         let handle = format!(
             "Started {} as task {}; poll tasks/get and fetch the result with tasks/result.",
-            tool.name(),
+            tool.listed_name(app.settings().tool_names),
             task.id
         );
         return Ok(json!({

@@ -60,8 +60,10 @@ pub async fn call(
                     err.class(),
                     ErrorClass::InputValidation | ErrorClass::UpstreamUnavailable
                 );
-            let wire = RpcError::logged(&err, trace);
+            let mut wire = RpcError::logged(&err, trace);
             if as_result {
+                // An error sent as JSON-RPC is respelled where every error frame is built.
+                wire.respell(app.settings().tool_names);
                 Ok(error_result(&wire))
             } else {
                 Err(wire)

@@ -3,7 +3,7 @@
 
 use serde_json::{Value, json};
 
-use crate::domain::{DomainError, Tool, ToolSpec};
+use crate::domain::{DomainError, Tool, ToolNaming, ToolSpec, respell};
 use crate::lines::clip;
 
 /// The compiled tool catalogue: one argument validator per tool, built once, and the
@@ -16,8 +16,9 @@ pub struct Registry {
 
 impl Registry {
     /// Compiles every schema. Remote `$ref` resolution is compiled out of `jsonschema`
-    /// (no default features), so a schema can never make the bridge fetch anything.
-    pub fn build() -> Registry {
+    /// (no default features), so a schema can never make the bridge fetch anything. The
+    /// listing names tools, in names and texts alike, as `naming` spells them.
+    pub fn build(naming: ToolNaming) -> Registry {
         let validators = Tool::ALL
             .iter()
             .map(|tool| {
@@ -29,9 +30,10 @@ impl Registry {
                     .expect("every bundled input schema compiles")
             })
             .collect();
-        let listing =
+        let canonical =
             json!({ "tools": Tool::ALL.iter().map(|t| tool_json(t.spec())).collect::<Vec<_>>() });
-        let listing_text = listing.to_string().into();
+        let listing_text: std::sync::Arc<str> = respell(&canonical.to_string(), naming).into();
+        let listing = serde_json::from_str(&listing_text).expect("a respelled listing is JSON");
         Registry {
             validators,
             listing,
