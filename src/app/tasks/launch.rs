@@ -28,9 +28,14 @@ pub async fn launch(
     let now = app.ports().clock.now();
     let timeout_at = now.plus_millis((timeout_s * 1000) as i64);
     let ttl = granted_ttl_ms(call.requested_ttl());
+    // Progress belongs to its request and stops when the request is answered: a task
+    // call's request lives as long as the task, a waiting call's until the result; a
+    // plain call answered with a handle gets none.
+    let answered_now = call.task.is_none() && app.settings().long_running == LongRunning::Handle;
     let progress = call
         .meta
         .get("progressToken")
+        .filter(|_| !answered_now)
         .cloned()
         .map(|token| ProgressTarget {
             outbound: session.outbound(),

@@ -143,3 +143,30 @@ fn unknown_workflows_and_skills_are_refused_before_a_task_exists() {
     assert_eq!(listed["result"]["tasks"], json!([]));
     let _ = (init_params, fixtures, LOCAL);
 }
+
+#[test]
+fn a_plain_call_answered_with_a_handle_gets_no_progress_after_its_answer() {
+    let mut b = Bridge::initialized(&["--cuo-command", &paced(200)]);
+    let resp = b.request(
+        "tools/call",
+        json!({"name": "cyberos.cuo.execute_workflow", "arguments": ADR(),
+               "_meta": {"progressToken": "p-2"}}),
+    );
+    let id = resp["result"]["structuredContent"]["task_id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{resp}"))
+        .to_owned();
+    // tasks/result answers once the run has ended, after anything the run sent.
+    let result_id = b.send_request("tasks/result", json!({"taskId": id}));
+    loop {
+        let frame = b.recv();
+        assert_ne!(
+            frame["method"], "notifications/progress",
+            "progress after the call was answered: {frame}"
+        );
+        if frame["id"] == result_id {
+            assert!(frame["result"].is_object(), "{frame}");
+            break;
+        }
+    }
+}
