@@ -49,6 +49,8 @@ pub struct TaskPage {
 pub struct SweepReport {
     /// Running tasks whose owner's lease expired, now failed.
     pub orphaned: u64,
+    /// Running tasks past their `timeout_at` plus the grace, now failed.
+    pub overdue: u64,
     /// Tasks past their retention, deleted.
     pub expired: u64,
 }
@@ -118,11 +120,19 @@ pub trait TaskStore: Send + Sync + 'static {
         now: Timestamp,
     ) -> Result<(), DomainError>;
 
-    /// Extends the lease of every task `owner` is running.
+    /// Extends the lease of those of `ids` that `owner` runs and that are still running:
+    /// the runs live on that instance. A row the instance no longer runs (its run ended,
+    /// whatever became of the outcome) is not renewed, so its lease lapses and the sweep
+    /// ends it.
     ///
     /// # Errors
     /// `UpstreamUnavailable` when down.
-    async fn renew_leases(&self, owner: &str, until: Timestamp) -> Result<(), DomainError>;
+    async fn renew_leases(
+        &self,
+        owner: &str,
+        ids: &[TaskId],
+        until: Timestamp,
+    ) -> Result<(), DomainError>;
 
     /// Which of `ids` (run by `owner`) are no longer running: cancelled elsewhere, or failed
     /// by a sweep.
@@ -131,8 +141,10 @@ pub trait TaskStore: Send + Sync + 'static {
     /// `UpstreamUnavailable` when down.
     async fn stopped_among(&self, owner: &str, ids: &[TaskId]) -> Result<Vec<TaskId>, DomainError>;
 
-    /// Fails running tasks whose owner's lease expired ("bridge restarted") and deletes
-    /// tasks past their retention.
+    /// Fails running tasks whose owner's lease expired before `now` ("bridge restarted",
+    /// [`crate::domain::task::orphaned`]), fails running tasks whose `timeout_at` plus
+    /// [`crate::domain::task::OVERDUE_GRACE_MS`] is before `now` whatever their lease
+    /// ([`crate::domain::task::overdue`]), and deletes tasks past their retention.
     ///
     /// # Errors
     /// `UpstreamUnavailable` when down.

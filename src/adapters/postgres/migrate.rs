@@ -20,11 +20,18 @@ struct Migration {
 }
 
 /// In order; versions never change once released.
-const MIGRATIONS: &[Migration] = &[Migration {
-    version: 1,
-    description: "plugin_host tasks, confirmations, role, RLS, functions",
-    sql: include_str!("../../../migrations/postgres/0001_plugin_host.sql"),
-}];
+const MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 1,
+        description: "plugin_host tasks, confirmations, role, RLS, functions",
+        sql: include_str!("../../../migrations/postgres/0001_plugin_host.sql"),
+    },
+    Migration {
+        version: 3,
+        description: "renew only live runs' leases; the sweep fails overdue tasks",
+        sql: include_str!("../../../migrations/postgres/0003_live_leases_overdue_sweep.sql"),
+    },
+];
 
 /// Key of the advisory lock that serializes migrations of one database ("cyberos-m").
 const LOCK_KEY: i64 = 0x6379_6265_726f_736d;

@@ -10,7 +10,7 @@ use super::{PgStore, down, timed, ts};
 use crate::adapters::task_rows::{
     bad_cursor, decode_cursor, encode_cursor, failure_json, finished_status, task_of,
 };
-use crate::domain::task::{Task, TaskFailure, TaskStatus};
+use crate::domain::task::{OVERDUE_GRACE_MS, Task, TaskFailure, TaskStatus};
 use crate::domain::{DomainError, ErrorClass, JsonText, TaskId, TenantId, Timestamp};
 use crate::ports::{Finished, NewTask, StopSink, SweepReport, TaskOutcome, TaskPage, TaskStore};
 
@@ -280,15 +280,29 @@ impl TaskStore for PgStore {
         .await
     }
 
-    async fn renew_leases(&self, owner: &str, until: Timestamp) -> Result<(), DomainError> {
+    async fn renew_leases(
+        &self,
+        owner: &str,
+        ids: &[TaskId],
+        until: Timestamp,
+    ) -> Result<(), DomainError> {
+        if ids.is_empty() {
+            return Ok(());
+        }
+        let ids: Vec<String> = ids.iter().map(TaskId::to_string).collect();
         timed(async {
             let mut tx = self.begin(None).await.map_err(down)?;
-            sqlx::query(concat!("SELECT plugin_host.renew_leases($1, ", ts!(2), ")"))
-                .bind(owner)
-                .bind(until.unix_millis())
-                .execute(&mut *tx)
-                .await
-                .map_err(down)?;
+            sqlx::query(concat!(
+                "SELECT plugin_host.renew_leases($1, $2::text[], ",
+                ts!(3),
+                ")"
+            ))
+            .bind(owner)
+            .bind(&ids)
+            .bind(until.unix_millis())
+            .execute(&mut *tx)
+            .await
+            .map_err(down)?;
             tx.commit().await.map_err(down)
         })
         .await
@@ -318,11 +332,12 @@ impl TaskStore for PgStore {
         timed(async {
             let mut tx = self.begin(None).await.map_err(down)?;
             let row = sqlx::query(concat!(
-                "SELECT orphaned, expired FROM plugin_host.sweep(",
+                "SELECT orphaned, overdue, expired FROM plugin_host.sweep(",
                 ts!(1),
-                ")"
+                ", $2::int8 * interval '1 millisecond')"
             ))
             .bind(now.unix_millis())
+            .bind(OVERDUE_GRACE_MS)
             .fetch_one(&mut *tx)
             .await
             .map_err(down)?;
@@ -334,6 +349,7 @@ impl TaskStore for PgStore {
             };
             Ok(SweepReport {
                 orphaned: count("orphaned")?,
+                overdue: count("overdue")?,
                 expired: count("expired")?,
             })
         })

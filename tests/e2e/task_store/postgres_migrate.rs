@@ -44,7 +44,7 @@ async fn migrate_is_idempotent_and_concurrent_runs_all_succeed() {
         )
         .await
         .unwrap(),
-        1
+        2
     );
     postgres::migrate(&db.url).await.unwrap();
     postgres::migrate(&db.url).await.unwrap();
