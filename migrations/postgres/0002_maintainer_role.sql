@@ -56,8 +56,18 @@ GRANT USAGE ON SCHEMA plugin_host TO plugin_host_maintainer;
 GRANT SELECT, UPDATE, DELETE ON plugin_host.tasks TO plugin_host_maintainer;
 GRANT SELECT, DELETE ON plugin_host.used_confirmations TO plugin_host_maintainer;
 
--- The functions of 0001 without the maintenance switch.
-CREATE OR REPLACE FUNCTION plugin_host.renew_leases(owner text, until timestamptz) RETURNS bigint
+-- The functions of 0001, without the maintenance switch and with what tasks need to always
+-- end (#14): renew_leases renews only the runs live on the calling instance (0001 renewed
+-- every running row of the owner, including rows whose run had ended without its outcome
+-- being stored: they stayed running forever); the sweep also fails running rows past
+-- `timeout_at` plus a grace whatever their lease, and deletes tasks that failed at once
+-- sooner (crate::domain::task). New signatures; 0001's are dropped.
+DROP FUNCTION plugin_host.renew_leases(text, timestamptz);
+DROP FUNCTION plugin_host.sweep(timestamptz);
+
+-- Extends the lease of those of `ids` that `owner` runs and that are still running;
+-- returns how many.
+CREATE FUNCTION plugin_host.renew_leases(owner text, ids text[], until timestamptz) RETURNS bigint
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path = plugin_host, pg_temp
 AS $$
@@ -65,7 +75,8 @@ DECLARE
     renewed bigint;
 BEGIN
     UPDATE plugin_host.tasks AS t SET lease_expires_at = renew_leases.until
-     WHERE t.owner = renew_leases.owner AND t.status = 'running';
+     WHERE t.owner = renew_leases.owner AND t.task_id = ANY (renew_leases.ids)
+       AND t.status = 'running';
     GET DIAGNOSTICS renewed = ROW_COUNT;
     RETURN renewed;
 END
@@ -80,11 +91,13 @@ AS $$
        AND t.status <> 'running';
 $$;
 
--- Replaces 0001's sweep(now): a task that failed within `quick` of its creation is kept
--- `quick_retention` after it failed, not its whole ttl (crate::domain::task).
-DROP FUNCTION plugin_host.sweep(timestamptz);
-CREATE FUNCTION plugin_host.sweep(now timestamptz, quick interval, quick_retention interval)
-    RETURNS TABLE (orphaned bigint, expired bigint)
+-- Fails running tasks whose owner's lease expired before `now` (crate::domain::task::
+-- orphaned()), then running tasks whose timeout_at + `overdue_grace` is before `now`
+-- (overdue()); deletes finished tasks past their retention (for a task that failed within
+-- `quick` of its creation, `quick_retention` after it failed) and expired confirmation ids.
+CREATE FUNCTION plugin_host.sweep(now timestamptz, overdue_grace interval, quick interval,
+                                  quick_retention interval)
+    RETURNS TABLE (orphaned bigint, overdue bigint, expired bigint)
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path = plugin_host, pg_temp
 AS $$
@@ -100,6 +113,17 @@ BEGIN
            completed_at = sweep.now
      WHERE t.status = 'running' AND t.lease_expires_at < sweep.now;
     GET DIAGNOSTICS orphaned = ROW_COUNT;
+    UPDATE plugin_host.tasks AS t
+       SET status = 'failed',
+           error = jsonb_build_object(
+               'class', 'internal_error',
+               'message', 'the task timed out',
+               'hint', 'It passed its timeout and its outcome was never recorded; run it again.'),
+           status_message = 'It passed its timeout and its outcome was never recorded; run it again.',
+           updated_at = sweep.now,
+           completed_at = sweep.now
+     WHERE t.status = 'running' AND t.timeout_at < sweep.now - sweep.overdue_grace;
+    GET DIAGNOSTICS overdue = ROW_COUNT;
     DELETE FROM plugin_host.tasks AS t
      WHERE t.status <> 'running'
        AND (t.expires_at < sweep.now
@@ -110,8 +134,14 @@ BEGIN
     RETURN NEXT;
 END
 $$;
-REVOKE ALL ON FUNCTION plugin_host.sweep(timestamptz, interval, interval) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION plugin_host.sweep(timestamptz, interval, interval) TO plugin_host_app;
+
+-- The sweep's second statement: running rows by deadline.
+CREATE INDEX tasks_running_by_timeout ON plugin_host.tasks (timeout_at) WHERE status = 'running';
+
+REVOKE ALL ON FUNCTION plugin_host.renew_leases(text, text[], timestamptz) FROM PUBLIC;
+REVOKE ALL ON FUNCTION plugin_host.sweep(timestamptz, interval, interval, interval) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION plugin_host.renew_leases(text, text[], timestamptz) TO plugin_host_app;
+GRANT EXECUTE ON FUNCTION plugin_host.sweep(timestamptz, interval, interval, interval) TO plugin_host_app;
 
 -- Hand the functions to the maintainer. A non-superuser owner must be able to act as the
 -- new owner, and the new owner needs CREATE on the schema, for the moment of the change
@@ -126,9 +156,9 @@ BEGIN
         granted := true;
     END IF;
     GRANT CREATE ON SCHEMA plugin_host TO plugin_host_maintainer;
-    ALTER FUNCTION plugin_host.renew_leases(text, timestamptz) OWNER TO plugin_host_maintainer;
+    ALTER FUNCTION plugin_host.renew_leases(text, text[], timestamptz) OWNER TO plugin_host_maintainer;
     ALTER FUNCTION plugin_host.stopped_among(text, text[]) OWNER TO plugin_host_maintainer;
-    ALTER FUNCTION plugin_host.sweep(timestamptz, interval, interval) OWNER TO plugin_host_maintainer;
+    ALTER FUNCTION plugin_host.sweep(timestamptz, interval, interval, interval) OWNER TO plugin_host_maintainer;
     REVOKE CREATE ON SCHEMA plugin_host FROM plugin_host_maintainer;
     IF granted THEN
         EXECUTE format('REVOKE plugin_host_maintainer FROM %I', current_user);

@@ -118,7 +118,7 @@ impl TaskStore for Unavailable {
     ) -> Result<(), DomainError> {
         self.err()
     }
-    async fn renew_leases(&self, _: &str, _: Timestamp) -> Result<(), DomainError> {
+    async fn renew_leases(&self, _: &str, _: &[TaskId], _: Timestamp) -> Result<(), DomainError> {
         self.err()
     }
     async fn stopped_among(&self, _: &str, _: &[TaskId]) -> Result<Vec<TaskId>, DomainError> {

@@ -149,6 +149,31 @@ pub fn timed_out(timeout_s: u64) -> TaskFailure {
     }
 }
 
+/// How long past its `timeout_at` a task may stay `running` before any instance's sweep
+/// fails it, in milliseconds. The run's own deadline backstop fires 5 s past `timeout_at`
+/// and its outcome write is retried until this grace ends, so the sweep only ends tasks
+/// whose outcome was lost (a store outage that outlasted the grace, a bug).
+pub const OVERDUE_GRACE_MS: i64 = 60_000;
+
+/// The failure the sweep records on a task still `running` past `timeout_at` plus
+/// [`OVERDUE_GRACE_MS`] (the Postgres sweep writes the same texts).
+pub fn overdue() -> TaskFailure {
+    TaskFailure {
+        class: ErrorClass::Internal,
+        message: "the task timed out".into(),
+        hint: "It passed its timeout and its outcome was never recorded; run it again.".into(),
+    }
+}
+
+/// The failure recorded on a run that panicked (a bug in the bridge or an adapter).
+pub fn panicked() -> TaskFailure {
+    TaskFailure {
+        class: ErrorClass::Internal,
+        message: "the task failed unexpectedly".into(),
+        hint: "The bridge hit an internal error while running the task; run it again, and report it if it persists.".into(),
+    }
+}
+
 /// The failure recorded when the instance running a task died.
 pub fn orphaned() -> TaskFailure {
     TaskFailure {

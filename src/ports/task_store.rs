@@ -51,6 +51,8 @@ pub struct TaskPage {
 pub struct SweepReport {
     /// Running tasks whose owner's lease expired, now failed.
     pub orphaned: u64,
+    /// Running tasks past their `timeout_at` plus the grace, now failed.
+    pub overdue: u64,
     /// Tasks past their retention, deleted.
     pub expired: u64,
 }
@@ -123,11 +125,19 @@ pub trait TaskStore: Send + Sync + 'static {
         now: Timestamp,
     ) -> Result<(), DomainError>;
 
-    /// Extends the lease of every task `owner` is running.
+    /// Extends the lease of those of `ids` that `owner` runs and that are still running:
+    /// the runs live on that instance. A row the instance no longer runs (its run ended,
+    /// whatever became of the outcome) is not renewed, so its lease lapses and the sweep
+    /// ends it.
     ///
     /// # Errors
     /// `UpstreamUnavailable` when down.
-    async fn renew_leases(&self, owner: &str, until: Timestamp) -> Result<(), DomainError>;
+    async fn renew_leases(
+        &self,
+        owner: &str,
+        ids: &[TaskId],
+        until: Timestamp,
+    ) -> Result<(), DomainError>;
 
     /// Which of `ids` (run by `owner`) are no longer running: cancelled elsewhere, or failed
     /// by a sweep.
@@ -136,9 +146,12 @@ pub trait TaskStore: Send + Sync + 'static {
     /// `UpstreamUnavailable` when down.
     async fn stopped_among(&self, owner: &str, ids: &[TaskId]) -> Result<Vec<TaskId>, DomainError>;
 
-    /// Fails running tasks whose owner's lease expired ("bridge restarted") and deletes
-    /// finished tasks past their retention: their `expires_at`, or for a task that failed
-    /// within [`crate::domain::task::QUICK_FAILURE_MS`] of its creation,
+    /// Fails running tasks whose owner's lease expired before `now` ("bridge restarted",
+    /// [`crate::domain::task::orphaned`]), fails running tasks whose `timeout_at` plus
+    /// [`crate::domain::task::OVERDUE_GRACE_MS`] is before `now` whatever their lease
+    /// ([`crate::domain::task::overdue`]), and deletes finished tasks past their retention:
+    /// their `expires_at`, or for a task that failed within
+    /// [`crate::domain::task::QUICK_FAILURE_MS`] of its creation,
     /// [`crate::domain::task::QUICK_FAILURE_RETENTION_MS`] after it failed.
     ///
     /// # Errors

@@ -11,7 +11,7 @@ use crate::adapters::task_rows::{
     bad_cursor, decode_cursor, encode_cursor, failure_json, finished_status, task_of,
 };
 use crate::domain::task::{
-    QUICK_FAILURE_MS, QUICK_FAILURE_RETENTION_MS, Task, TaskFailure, TaskStatus,
+    OVERDUE_GRACE_MS, QUICK_FAILURE_MS, QUICK_FAILURE_RETENTION_MS, Task, TaskFailure, TaskStatus,
     stored_quota_reached,
 };
 use crate::domain::{DomainError, ErrorClass, JsonText, TaskId, TenantId, Timestamp, Upstream};
@@ -299,15 +299,29 @@ impl TaskStore for PgStore {
         .await
     }
 
-    async fn renew_leases(&self, owner: &str, until: Timestamp) -> Result<(), DomainError> {
+    async fn renew_leases(
+        &self,
+        owner: &str,
+        ids: &[TaskId],
+        until: Timestamp,
+    ) -> Result<(), DomainError> {
+        if ids.is_empty() {
+            return Ok(());
+        }
+        let ids: Vec<String> = ids.iter().map(TaskId::to_string).collect();
         timed(async {
             let mut tx = self.begin(None).await.map_err(down)?;
-            sqlx::query(concat!("SELECT plugin_host.renew_leases($1, ", ts!(2), ")"))
-                .bind(owner)
-                .bind(until.unix_millis())
-                .execute(&mut *tx)
-                .await
-                .map_err(down)?;
+            sqlx::query(concat!(
+                "SELECT plugin_host.renew_leases($1, $2::text[], ",
+                ts!(3),
+                ")"
+            ))
+            .bind(owner)
+            .bind(&ids)
+            .bind(until.unix_millis())
+            .execute(&mut *tx)
+            .await
+            .map_err(down)?;
             tx.commit().await.map_err(down)
         })
         .await
@@ -337,11 +351,13 @@ impl TaskStore for PgStore {
         timed(async {
             let mut tx = self.begin(None).await.map_err(down)?;
             let row = sqlx::query(concat!(
-                "SELECT orphaned, expired FROM plugin_host.sweep(",
+                "SELECT orphaned, overdue, expired FROM plugin_host.sweep(",
                 ts!(1),
-                ", $2::bigint * interval '1 millisecond', $3::bigint * interval '1 millisecond')"
+                ", $2::int8 * interval '1 millisecond', $3::int8 * interval '1 millisecond',
+                   $4::int8 * interval '1 millisecond')"
             ))
             .bind(now.unix_millis())
+            .bind(OVERDUE_GRACE_MS)
             .bind(QUICK_FAILURE_MS)
             .bind(QUICK_FAILURE_RETENTION_MS)
             .fetch_one(&mut *tx)
@@ -355,6 +371,7 @@ impl TaskStore for PgStore {
             };
             Ok(SweepReport {
                 orphaned: count("orphaned")?,
+                overdue: count("overdue")?,
                 expired: count("expired")?,
             })
         })

@@ -10,13 +10,19 @@ use crate::adapters::task_rows::{
     bad_cursor, decode_cursor, encode_cursor, failure_json, finished_status, task_of,
 };
 use crate::domain::task::{
-    QUICK_FAILURE_MS, QUICK_FAILURE_RETENTION_MS, Task, orphaned, stored_quota_reached,
+    OVERDUE_GRACE_MS, QUICK_FAILURE_MS, QUICK_FAILURE_RETENTION_MS, Task, orphaned, overdue,
+    stored_quota_reached,
 };
 use crate::domain::{DomainError, JsonText, TaskId, TenantId, Timestamp, Upstream};
 use crate::ports::{Finished, NewTask, SweepReport, TaskOutcome, TaskPage, TaskStore};
 
 fn down(e: sqlx::Error) -> DomainError {
     DomainError::unavailable(Upstream::TaskStore, Some(e.into()))
+}
+
+/// Task ids as a JSON array, for `json_each(?)`.
+fn id_list(ids: &[TaskId]) -> String {
+    serde_json::Value::from(ids.iter().map(TaskId::to_string).collect::<Vec<_>>()).to_string()
 }
 
 macro_rules! columns {
@@ -179,13 +185,25 @@ impl TaskStore for SqliteStore {
         Ok(())
     }
 
-    async fn renew_leases(&self, owner: &str, until: Timestamp) -> Result<(), DomainError> {
-        sqlx::query("UPDATE tasks SET lease_expires_at = ? WHERE owner = ? AND status = 'running'")
-            .bind(until.unix_millis())
-            .bind(owner)
-            .execute(&self.pool)
-            .await
-            .map_err(down)?;
+    async fn renew_leases(
+        &self,
+        owner: &str,
+        ids: &[TaskId],
+        until: Timestamp,
+    ) -> Result<(), DomainError> {
+        if ids.is_empty() {
+            return Ok(());
+        }
+        sqlx::query(
+            "UPDATE tasks SET lease_expires_at = ? WHERE owner = ? AND status = 'running'
+               AND task_id IN (SELECT value FROM json_each(?))",
+        )
+        .bind(until.unix_millis())
+        .bind(owner)
+        .bind(id_list(ids))
+        .execute(&self.pool)
+        .await
+        .map_err(down)?;
         Ok(())
     }
 
@@ -193,14 +211,12 @@ impl TaskStore for SqliteStore {
         if ids.is_empty() {
             return Ok(Vec::new());
         }
-        let list = serde_json::Value::from(ids.iter().map(TaskId::to_string).collect::<Vec<_>>())
-            .to_string();
         let rows = sqlx::query(
             "SELECT task_id FROM tasks WHERE owner = ? AND status <> 'running'
                AND task_id IN (SELECT value FROM json_each(?))",
         )
         .bind(owner)
-        .bind(list)
+        .bind(id_list(ids))
         .fetch_all(&self.pool)
         .await
         .map_err(down)?;
@@ -212,6 +228,7 @@ impl TaskStore for SqliteStore {
     }
 
     async fn sweep(&self, now: Timestamp) -> Result<SweepReport, DomainError> {
+        let now_ms = now.unix_millis();
         let lost = orphaned();
         let orphaned = sqlx::query(
             "UPDATE tasks SET status = 'failed', error = ?, status_message = ?, updated_at = ?, completed_at = ?
@@ -219,9 +236,23 @@ impl TaskStore for SqliteStore {
         )
         .bind(failure_json(&lost))
         .bind(&lost.hint)
-        .bind(now.unix_millis())
-        .bind(now.unix_millis())
-        .bind(now.unix_millis())
+        .bind(now_ms)
+        .bind(now_ms)
+        .bind(now_ms)
+        .execute(&self.pool)
+        .await
+        .map_err(down)?
+        .rows_affected();
+        let late = overdue();
+        let overdue = sqlx::query(
+            "UPDATE tasks SET status = 'failed', error = ?, status_message = ?, updated_at = ?, completed_at = ?
+             WHERE status = 'running' AND timeout_at < ?",
+        )
+        .bind(failure_json(&late))
+        .bind(&late.hint)
+        .bind(now_ms)
+        .bind(now_ms)
+        .bind(now_ms - OVERDUE_GRACE_MS)
         .execute(&self.pool)
         .await
         .map_err(down)?
@@ -231,14 +262,18 @@ impl TaskStore for SqliteStore {
                AND (expires_at < ?1
                     OR (status = 'failed' AND completed_at - created_at < ?2 AND completed_at + ?3 < ?1))",
         )
-        .bind(now.unix_millis())
+        .bind(now_ms)
         .bind(QUICK_FAILURE_MS)
         .bind(QUICK_FAILURE_RETENTION_MS)
         .execute(&self.pool)
         .await
         .map_err(down)?
         .rows_affected();
-        Ok(SweepReport { orphaned, expired })
+        Ok(SweepReport {
+            orphaned,
+            overdue,
+            expired,
+        })
     }
 
     async fn check(&self) -> Result<(), DomainError> {

@@ -1,11 +1,13 @@
 //! Long-running tool calls as MCP tasks: starting them (`launch`), running them on this
-//! instance (`runner`, `run`), the `tasks/*` methods, and their wire shapes.
+//! instance (`runner`, `run`) within its caps (`slots`), keeping their leases and sweeping
+//! (`upkeep`), the `tasks/*` methods, and their wire shapes.
 
 mod launch;
 pub mod methods;
 mod run;
 pub mod runner;
 mod slots;
+mod upkeep;
 mod wire;
 
 pub use launch::launch;

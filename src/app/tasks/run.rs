@@ -15,9 +15,10 @@ use crate::app::telemetry::Outcome;
 use crate::domain::cuo::{Progress, WorkflowOutcome};
 use crate::domain::memory::NewAuditEntry;
 use crate::domain::task::{
-    MAX_STORED_OUTPUT_BYTES, Task, TaskFailure, TaskStatus, output_too_large, timed_out,
+    MAX_STORED_OUTPUT_BYTES, OVERDUE_GRACE_MS, Task, TaskFailure, TaskStatus, output_too_large,
+    timed_out,
 };
-use crate::domain::{CallCtx, DomainError, JsonText, Tool};
+use crate::domain::{CallCtx, DomainError, ErrorClass, JsonText, Tool};
 use crate::ports::{Ports, ProgressSink, SkillRun, TaskOutcome, WorkflowRun};
 
 /// What a task runs.
@@ -109,7 +110,7 @@ pub(super) async fn run(
             }
         }
     };
-    store_outcome(ports, &task, &outcome).await;
+    store_outcome(ports, &task, &outcome, &stop).await;
     if task.tool == Tool::ExecuteWorkflow {
         audit_invocation(ports, &ctx, &task, &outcome).await;
     }
@@ -214,23 +215,87 @@ async fn audit_invocation(ports: &Ports, ctx: &CallCtx, task: &Task, outcome: &T
     }
 }
 
-/// Writes the outcome, retrying briefly if the store blinks.
-async fn store_outcome(ports: &Ports, task: &Task, outcome: &TaskOutcome) {
-    for attempt in 0..5u64 {
-        match ports
+/// The first wait before the outcome write is tried again; it doubles up to
+/// [`OUTCOME_RETRY_MAX`].
+const OUTCOME_RETRY_FIRST: Duration = Duration::from_millis(250);
+/// The longest wait between two tries of the outcome write.
+const OUTCOME_RETRY_MAX: Duration = Duration::from_secs(2);
+
+/// Writes the outcome, keeping it and trying again (with bounded backoff) while the store
+/// is down: until the store takes it, until `stop` fires (the task was cancelled or
+/// stopped elsewhere, or the bridge is shutting down: then the row is someone else's to
+/// end), or until the task is overdue (past `timeout_at` plus the sweep's grace, when any
+/// instance's sweep fails it). Meanwhile the run stays live here, so its lease is renewed.
+/// An outcome the store refuses for good is replaced once by an `internal_error`.
+pub(super) async fn store_outcome(
+    ports: &Ports,
+    task: &Task,
+    outcome: &TaskOutcome,
+    stop: &CancellationToken,
+) {
+    let give_up_at = task.timeout_at.unix_millis() + OVERDUE_GRACE_MS;
+    let mut outcome = std::borrow::Cow::Borrowed(outcome);
+    let mut wait = OUTCOME_RETRY_FIRST;
+    let mut failures = 0u32;
+    loop {
+        let error = match ports
             .tasks
-            .finish(&task.tenant, task.id, outcome, ports.clock.now())
+            .finish(&task.tenant, task.id, &outcome, ports.clock.now())
             .await
         {
             Ok(stored) => {
-                tracing::info!(task_id = %task.id, status = stored.task.status.as_str(), recorded = stored.changed, "task finished");
+                tracing::info!(
+                    task_id = %task.id,
+                    status = stored.task.status.as_str(),
+                    recorded = stored.changed,
+                    failed_tries = failures,
+                    "task finished"
+                );
                 return;
             }
-            Err(e) => {
-                tracing::warn!(task_id = %task.id, "cannot store the outcome (attempt {}): {e}", attempt + 1);
-                tokio::time::sleep(Duration::from_millis(200 * (attempt + 1))).await;
+            Err(e) => e,
+        };
+        failures += 1;
+        match error.class() {
+            ErrorClass::UpstreamUnavailable => {}
+            ErrorClass::Internal if outcome.failure.as_ref() != Some(&unstorable()) => {
+                tracing::error!(task_id = %task.id, "the store refused the outcome; recording a failure instead: {error}");
+                outcome = std::borrow::Cow::Owned(TaskOutcome {
+                    status: TaskStatus::Failed,
+                    output: None,
+                    failure: Some(unstorable()),
+                });
+                continue;
+            }
+            _ => {
+                tracing::error!(task_id = %task.id, "the store refused the outcome; giving up: {error}");
+                return;
             }
         }
+        if ports.clock.now().unix_millis() >= give_up_at {
+            tracing::error!(task_id = %task.id, failed_tries = failures, "the store did not take the outcome before the task became overdue; the sweep will fail it: {error}");
+            return;
+        }
+        if failures == 1 || failures % 10 == 0 {
+            tracing::warn!(task_id = %task.id, failed_tries = failures, retry_in_ms = wait.as_millis() as u64, "cannot store the outcome yet; keeping it and trying again: {error}");
+        }
+        tokio::select! {
+            () = stop.cancelled() => {
+                tracing::info!(task_id = %task.id, "task stopped while its outcome was pending");
+                return;
+            }
+            () = tokio::time::sleep(wait) => {}
+        }
+        wait = (wait * 2).min(OUTCOME_RETRY_MAX);
+    }
+}
+
+/// Recorded instead of an outcome the store refuses for good.
+fn unstorable() -> TaskFailure {
+    TaskFailure {
+        class: ErrorClass::Internal,
+        message: "the task's result could not be stored".into(),
+        hint: "The task ran, but the task store refused its result; run it again, and report it if it persists.".into(),
     }
 }
 

@@ -1,5 +1,5 @@
 //! Runs long tools as tasks: creates the stored task, runs it on a CUO child of its own,
-//! records progress and the outcome, and keeps the instance's leases alive.
+//! records progress and the outcome; `upkeep` keeps the instance's leases alive.
 //!
 //! Status only moves forward: the outcome is written with a conditional update, so a run
 //! that finishes after a cancel leaves `cancelled` in place. A run stops when it completes,
@@ -8,28 +8,26 @@
 //! which kills the child's process group.
 
 use std::collections::HashMap;
+use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use futures::FutureExt;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::Instrument;
 
-use super::run::{ProgressTarget, Work, run};
+use super::run::{ProgressTarget, Work, run, store_outcome};
 use super::slots::{Full, Slots};
-use crate::app::telemetry::TaskSpan;
+use crate::app::telemetry::{Outcome, TaskSpan};
 use crate::app::trace::random_bytes;
-use crate::domain::task::{Task, TaskStatus, orphaned};
+use crate::domain::task::{Task, TaskStatus, orphaned, panicked};
 use crate::domain::{CallCtx, DomainError, JsonText, TaskId, TenantId, Timestamp, Tool, Upstream};
-use crate::ports::{NewTask, Ports, StopSink, TaskOutcome};
+use crate::ports::{NewTask, Ports, TaskOutcome};
 
 /// How long a lease holds without a heartbeat.
 pub const LEASE: Duration = Duration::from_secs(15);
-/// How often this instance renews its leases and sweeps.
-const HEARTBEAT: Duration = Duration::from_secs(5);
-/// How often this instance asks the store whether its runs were stopped elsewhere.
-const STOP_POLL: Duration = Duration::from_secs(1);
 /// Default cap on one tenant's tasks running on one instance.
 pub const DEFAULT_MAX_TASKS_PER_TENANT: usize = 32;
 /// Default cap on the CUO children running tasks on one instance, across tenants.
@@ -65,9 +63,9 @@ struct LocalRun {
 
 /// This instance's runs.
 pub struct TaskRunner {
-    owner: String,
+    pub(super) owner: String,
     slots: Slots,
-    ports: Ports,
+    pub(super) ports: Ports,
     local: Mutex<HashMap<TaskId, LocalRun>>,
     tracker: TaskTracker,
     /// Bumped whenever a local run finishes, to wake waiters early.
@@ -94,6 +92,17 @@ impl TaskRunner {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<TaskId, LocalRun>> {
         self.local.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The ids of the runs live here: running, or holding an outcome the store has not
+    /// taken yet.
+    pub(super) fn live(&self) -> Vec<TaskId> {
+        self.lock().keys().copied().collect()
+    }
+
+    /// Whether `id` is live here.
+    pub(super) fn is_live(&self, id: TaskId) -> bool {
+        self.lock().contains_key(&id)
     }
 
     /// Creates the task (drawing its id, again on a collision) and starts running it.
@@ -166,9 +175,33 @@ impl TaskRunner {
         let span = TaskSpan::start(&task, &ctx);
         let in_span = span.span().clone();
         self.tracker.spawn(async move {
-            let outcome = run(&runner.ports, ctx, running.clone(), work, progress, stop)
-                .instrument(in_span)
+            let ran = run(
+                &runner.ports,
+                ctx,
+                running.clone(),
+                work,
+                progress,
+                stop.clone(),
+            );
+            let ran = AssertUnwindSafe(ran.instrument(in_span.clone()))
+                .catch_unwind()
                 .await;
+            // A panic unwound through the run (its child was killed on the way): the task
+            // still ends, as an internal error, and the slot below is given back.
+            let outcome = ran.unwrap_or_else(|_| {
+                tracing::error!(task_id = %running.id, "the task's run panicked; failing the task");
+                Outcome::Panic
+            });
+            if outcome == Outcome::Panic {
+                let failed = TaskOutcome {
+                    status: TaskStatus::Failed,
+                    output: None,
+                    failure: Some(panicked()),
+                };
+                store_outcome(&runner.ports, &running, &failed, &stop)
+                    .instrument(in_span)
+                    .await;
+            }
             span.finish(outcome);
             runner.lock().remove(&running.id);
             drop(slot);
@@ -215,52 +248,8 @@ impl TaskRunner {
         }
     }
 
-    /// Heartbeats, stop polling and sweeps, until `shutdown`.
-    pub async fn maintain(self: Arc<Self>, shutdown: CancellationToken) {
-        self.ports
-            .tasks
-            .watch_stops(Arc::new(StopWaker(Arc::downgrade(&self))))
-            .await;
-        let mut beat = tokio::time::interval(HEARTBEAT);
-        let mut poll = tokio::time::interval(STOP_POLL);
-        loop {
-            tokio::select! {
-                () = shutdown.cancelled() => return,
-                _ = beat.tick() => {
-                    let now = self.ports.clock.now();
-                    let until = now.plus_millis(LEASE.as_millis() as i64);
-                    if let Err(e) = self.ports.tasks.renew_leases(&self.owner, until).await {
-                        tracing::warn!("cannot renew task leases: {e}");
-                    }
-                    match self.ports.tasks.sweep(now).await {
-                        Ok(r) if r.orphaned + r.expired > 0 => {
-                            tracing::info!(orphaned = r.orphaned, expired = r.expired, "task sweep");
-                        }
-                        Ok(_) => {}
-                        Err(e) => tracing::warn!("task sweep failed: {e}"),
-                    }
-                }
-                _ = poll.tick() => self.poll_stops().await,
-            }
-        }
-    }
-
-    async fn poll_stops(&self) {
-        let ids: Vec<TaskId> = self.lock().keys().copied().collect();
-        if ids.is_empty() {
-            return;
-        }
-        match self.ports.tasks.stopped_among(&self.owner, &ids).await {
-            Ok(stopped) => {
-                for id in stopped {
-                    self.stop_signal(id);
-                }
-            }
-            Err(e) => tracing::warn!("cannot poll task stops: {e}"),
-        }
-    }
-
-    fn stop_signal(&self, id: TaskId) {
+    /// Kills the child of a run of this instance that stopped elsewhere.
+    pub(super) fn stop_signal(&self, id: TaskId) {
         if let Some(run) = self.lock().get(&id) {
             tracing::info!(task_id = %id, "task stopped elsewhere; killing its child");
             run.stop.cancel();
@@ -334,14 +323,4 @@ fn at_cap(full: Full) -> DomainError {
 /// A fresh task id: 128 bits from the CSPRNG (the only place task ids are drawn).
 fn draw_id() -> TaskId {
     TaskId::from_random(random_bytes())
-}
-
-struct StopWaker(std::sync::Weak<TaskRunner>);
-
-impl StopSink for StopWaker {
-    fn stopped(&self, id: TaskId) {
-        if let Some(runner) = self.0.upgrade() {
-            runner.stop_signal(id);
-        }
-    }
 }

@@ -185,6 +185,45 @@ impl CuoRunner for ScriptedCuo {
     }
 }
 
+/// [`ScriptedCuo`] whose workflow runs panic (a bug in an adapter, inside a task's run).
+pub struct PanickingWorkflows;
+
+#[async_trait::async_trait]
+impl CuoRunner for PanickingWorkflows {
+    async fn list_personas(&self, ctx: &CallCtx) -> Result<Vec<Persona>, DomainError> {
+        ScriptedCuo.list_personas(ctx).await
+    }
+    async fn list_workflows(
+        &self,
+        ctx: &CallCtx,
+        persona: Option<&str>,
+    ) -> Result<Vec<Workflow>, DomainError> {
+        ScriptedCuo.list_workflows(ctx, persona).await
+    }
+    async fn route(&self, ctx: &CallCtx, query: &str, limit: u8) -> Result<Route, DomainError> {
+        ScriptedCuo.route(ctx, query, limit).await
+    }
+    async fn execute_workflow(
+        &self,
+        _: &CallCtx,
+        _: &WorkflowRun,
+        _: &dyn ProgressSink,
+    ) -> Result<WorkflowOutcome, DomainError> {
+        panic!("a bug inside the run");
+    }
+    async fn invoke_skill(
+        &self,
+        ctx: &CallCtx,
+        run: &SkillRun,
+        progress: &dyn ProgressSink,
+    ) -> Result<JsonText, DomainError> {
+        ScriptedCuo.invoke_skill(ctx, run, progress).await
+    }
+    async fn check(&self) -> Result<(), DomainError> {
+        Ok(())
+    }
+}
+
 /// An in-memory audit log, per tenant, idempotent by key, paged newest first.
 #[derive(Default)]
 pub struct InMemoryAudit {

@@ -91,7 +91,12 @@ pub trait TaskCalls: Send + Sync + 'static {
         message: &str,
         now: Timestamp,
     ) -> Result<(), DomainError>;
-    fn renew_leases(&self, owner: &str, until: Timestamp) -> Result<(), DomainError>;
+    fn renew_leases(
+        &self,
+        owner: &str,
+        ids: &[TaskId],
+        until: Timestamp,
+    ) -> Result<(), DomainError>;
     fn stopped_among(&self, owner: &str, ids: &[TaskId]) -> Result<Vec<TaskId>, DomainError>;
     fn sweep(&self, now: Timestamp) -> Result<SweepReport, DomainError>;
     fn check(&self) -> Result<(), DomainError>;
@@ -126,7 +131,7 @@ mock! {
         fn list(&self, tenant: &TenantId, cursor: Option<String>, limit: u32) -> Result<TaskPage, DomainError>;
         fn finish(&self, tenant: &TenantId, id: TaskId, outcome: &TaskOutcome, now: Timestamp) -> Result<Finished, DomainError>;
         fn record_progress(&self, tenant: &TenantId, id: TaskId, message: &str, now: Timestamp) -> Result<(), DomainError>;
-        fn renew_leases(&self, owner: &str, until: Timestamp) -> Result<(), DomainError>;
+        fn renew_leases(&self, owner: &str, ids: &[TaskId], until: Timestamp) -> Result<(), DomainError>;
         fn stopped_among(&self, owner: &str, ids: &[TaskId]) -> Result<Vec<TaskId>, DomainError>;
         fn sweep(&self, now: Timestamp) -> Result<SweepReport, DomainError>;
         fn check(&self) -> Result<(), DomainError>;
@@ -219,8 +224,13 @@ impl<M: TaskCalls> TaskStore for Port<M> {
     ) -> Result<(), DomainError> {
         self.0.record_progress(tenant, id, message, now)
     }
-    async fn renew_leases(&self, owner: &str, until: Timestamp) -> Result<(), DomainError> {
-        self.0.renew_leases(owner, until)
+    async fn renew_leases(
+        &self,
+        owner: &str,
+        ids: &[TaskId],
+        until: Timestamp,
+    ) -> Result<(), DomainError> {
+        self.0.renew_leases(owner, ids, until)
     }
     async fn stopped_among(&self, owner: &str, ids: &[TaskId]) -> Result<Vec<TaskId>, DomainError> {
         self.0.stopped_among(owner, ids)

@@ -2,7 +2,8 @@
 //! stdio (`binary`) and over HTTP (`http_server`), the CUO children it starts
 //! (`cuo_children`), the library over an in-memory pipe (`in_process`), fakes behind the
 //! ports (`fakes`), real servers for the upstreams (`memory_server`, `collector`), the MCP
-//! schema check (`schema`) and the Postgres test databases (`pg`).
+//! schema check (`schema`), the Postgres test databases (`pg`) and a loopback TCP proxy
+//! that can be cut (`tcp_proxy`).
 
 pub mod binary;
 pub mod collector;
@@ -18,6 +19,7 @@ pub mod module_graph;
 pub mod pg;
 pub mod rust_source;
 pub mod schema;
+pub mod tcp_proxy;
 
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;

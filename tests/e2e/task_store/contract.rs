@@ -5,7 +5,9 @@ use std::collections::HashSet;
 
 use serde_json::json;
 
-use cyberos_mcp_bridge::domain::task::{TaskFailure, TaskStatus, orphaned};
+use cyberos_mcp_bridge::domain::task::{
+    OVERDUE_GRACE_MS, TaskFailure, TaskStatus, orphaned, overdue,
+};
 use cyberos_mcp_bridge::domain::{ErrorClass, TaskId, Timestamp};
 use cyberos_mcp_bridge::ports::{ConfirmationLedger, SweepReport, TaskStore};
 
@@ -246,17 +248,46 @@ pub(crate) async fn task_store_contract(store: &dyn TaskStore) {
         .await
         .unwrap();
 
-    // inst-1 is alive: its running tasks (t1, t7) are renewed; inst-2's (t5, tb) lapse.
-    store.renew_leases("inst-1", at(10 * HOUR)).await.unwrap();
+    // t8 runs on inst-1 but its run ended there without an outcome: inst-1 does not name
+    // it, so its lease lapses. t9 and t10 are live on inst-1; t9 is past its timeout by
+    // more than the grace at the sweep, t10 by just less.
+    let t8 = running(a, 70, "inst-1");
+    let mut t9 = running(b, 80, "inst-1");
+    t9.task.timeout_at = at(HOUR - OVERDUE_GRACE_MS - 1);
+    let mut t10 = running(b, 90, "inst-1");
+    t10.task.timeout_at = at(HOUR - OVERDUE_GRACE_MS + 1);
+    for t in [&t8, &t9, &t10] {
+        assert!(store.create(t).await.unwrap());
+    }
+
+    // inst-1 renews the runs live on it (t1, t7, t9, t10); a finished task (t2) and
+    // another owner's (t5) among the ids are not renewed. inst-2's (t5, tb) lapse.
+    let live = [
+        t1.task.id,
+        t7.task.id,
+        t9.task.id,
+        t10.task.id,
+        t2.task.id,
+        t5.task.id,
+    ];
+    store
+        .renew_leases("inst-1", &live, at(10 * HOUR))
+        .await
+        .unwrap();
+    store
+        .renew_leases("inst-2", &[], at(10 * HOUR))
+        .await
+        .unwrap();
     let report = store.sweep(at(HOUR)).await.unwrap();
     assert_eq!(
         report,
         SweepReport {
-            orphaned: 2,
+            orphaned: 3,
+            overdue: 1,
             expired: 1
         }
     );
-    for (tenant, id) in [(a, t5.task.id), (b, tb.task.id)] {
+    for (tenant, id) in [(a, t5.task.id), (b, tb.task.id), (a, t8.task.id)] {
         let lost = store.get(&tenant, id).await.unwrap();
         assert_eq!(lost.status, TaskStatus::Failed);
         assert_eq!(lost.failure, Some(orphaned()));
@@ -264,6 +295,16 @@ pub(crate) async fn task_store_contract(store: &dyn TaskStore) {
         assert_eq!(lost.status_message, Some(orphaned().hint));
         assert_eq!(lost.updated_at, at(HOUR));
     }
+    let late = store.get(&b, t9.task.id).await.unwrap();
+    assert_eq!(late.status, TaskStatus::Failed);
+    assert_eq!(late.failure, Some(overdue()));
+    assert_eq!(late.status_message, Some(overdue().hint));
+    assert_eq!(late.updated_at, at(HOUR));
+    assert_eq!(
+        store.get(&b, t10.task.id).await.unwrap().status,
+        TaskStatus::Running,
+        "within the grace"
+    );
     assert_not_found(&store.get(&a, t6.task.id).await.unwrap_err());
     assert_eq!(
         store.get(&b, t7.task.id).await.unwrap().status,

@@ -52,7 +52,7 @@ pub(crate) fn at(offset_ms: i64) -> Timestamp {
 }
 
 /// A running task of `tenant` created at `T0 + created`, run by `owner` with a 30 s lease,
-/// kept for a day.
+/// a 2 h timeout, kept for a day.
 pub(crate) fn running(tenant: TenantId, created: i64, owner: &str) -> NewTask {
     NewTask {
         task: Task {
@@ -66,7 +66,7 @@ pub(crate) fn running(tenant: TenantId, created: i64, owner: &str) -> NewTask {
             trace_id: TraceId::from_bytes(random()),
             created_at: at(created),
             updated_at: at(created),
-            timeout_at: at(created + 10 * MINUTE),
+            timeout_at: at(created + 2 * HOUR),
             expires_at: at(created + DAY),
         },
         input: JsonText::from_serialized(
