@@ -33,10 +33,14 @@ fn main() {
     }
     init_logs(config.log_format, otlp.as_ref().map(|o| o.tracer()));
     // stdio serves one client: a single-threaded reactor avoids a cross-thread wake-up per
-    // message (measured in benches/stdio.rs). HTTP serves many and uses every core.
+    // message (measured in benches/stdio.rs). HTTP serves many and uses every core. The
+    // bundled CUO runner handles one request at a time, whatever the transport setting,
+    // and starts skill entrypoints from its main thread, whose life their death signal
+    // follows (`children`).
+    let runner = matches!(cli.command, Some(Command::CuoRunner { .. }));
     let mut builder = match config.transport {
-        Transport::Stdio => tokio::runtime::Builder::new_current_thread(),
-        Transport::Http => tokio::runtime::Builder::new_multi_thread(),
+        Transport::Http if !runner => tokio::runtime::Builder::new_multi_thread(),
+        Transport::Stdio | Transport::Http => tokio::runtime::Builder::new_current_thread(),
     };
     let runtime = match builder.enable_all().build() {
         Ok(rt) => rt,

@@ -8,6 +8,8 @@ mod catalog;
 mod entrypoint;
 mod execute;
 mod methods;
+#[cfg(target_os = "linux")]
+mod orphan;
 mod protocol;
 mod skill;
 mod template;
@@ -48,6 +50,8 @@ pub struct RunnerOptions {
 /// Serves the CUO protocol on stdin/stdout until EOF; returns the exit code: 0 after
 /// EOF, 2 for a bad catalogue, 1 when stdout fails.
 pub async fn run(options: RunnerOptions) -> i32 {
+    #[cfg(target_os = "linux")]
+    orphan::die_with_parent();
     let loaded = match &options.catalog {
         Some(dir) => Catalog::from_dir(dir),
         None => Catalog::bundled(),

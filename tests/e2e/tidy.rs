@@ -179,9 +179,10 @@ fn adapters_never_import_the_application() {
 
 #[test]
 fn the_runner_imports_only_what_architecture_md_names() {
-    // The bundled CUO runner is a separate program: it shares the line reader and the
-    // SKILL.md front-matter splitter with the bridge, nothing else.
-    let allowed = [vec!["lines"], vec!["domain", "skill"]];
+    // The bundled CUO runner is a separate program: it shares the line reader, the
+    // SKILL.md front-matter splitter and the child-process death signal with the bridge,
+    // nothing else.
+    let allowed = [vec!["lines"], vec!["domain", "skill"], vec!["children"]];
     for (module, targets) in &Graph::of(&src("")).edges {
         if module.first().is_some_and(|m| m == "runner") {
             for t in targets {

@@ -91,26 +91,6 @@ fn kill_group(pgid: i32) {
     let _ = killpg(nix::unistd::Pid::from_raw(pgid), Signal::SIGKILL);
 }
 
-/// Asks the kernel to SIGKILL the child if the bridge dies without cleaning up. The signal
-/// fires when the *thread* that spawned the child exits; children are spawned from the
-/// runtime's long-lived threads (the main thread on stdio), and every normal exit path
-/// kills the group anyway.
-#[cfg(target_os = "linux")]
-#[allow(unsafe_code)]
-fn die_with_parent(command: &mut Command) {
-    // SAFETY: the closure runs in the forked child before exec and only makes the
-    // async-signal-safe prctl(2) system call.
-    unsafe {
-        command.pre_exec(|| {
-            nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)
-                .map_err(std::io::Error::from)
-        });
-    }
-}
-
-#[cfg(not(target_os = "linux"))]
-fn die_with_parent(_: &mut Command) {}
-
 /// Kills a per-run child when the run ends or its future is dropped (cancellation).
 pub(super) struct KillOnDrop(pub(super) Arc<Conn>);
 
@@ -136,7 +116,8 @@ impl ChildCommand {
         notifications: Option<mpsc::UnboundedSender<Value>>,
     ) -> Result<Arc<Conn>, CallError> {
         let mut command = Command::new(&self.program);
-        die_with_parent(&mut command);
+        // Killed by the kernel if the bridge dies without cleaning up (`kill -9`).
+        crate::children::die_with_parent(&mut command);
         let mut child = command
             .args(&self.args)
             .env_clear()

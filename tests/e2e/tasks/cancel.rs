@@ -105,7 +105,7 @@ fn cancel_kills_the_runs_child_and_the_run_never_finishes() {
 }
 
 /// A skill whose entrypoint starts a grandchild and records both pids.
-fn spawning_skill(dir: &Path) -> PathBuf {
+pub(super) fn spawning_skill(dir: &Path) -> PathBuf {
     let skills = dir.join("skills");
     let folder = skills.join("spawner");
     std::fs::create_dir_all(&folder).unwrap();
