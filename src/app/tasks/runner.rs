@@ -186,22 +186,23 @@ impl TaskRunner {
             let ran = AssertUnwindSafe(ran.instrument(in_span.clone()))
                 .catch_unwind()
                 .await;
-            // A panic unwound through the run (its child was killed on the way): the task
-            // still ends, as an internal error, and the slot below is given back.
-            let outcome = ran.unwrap_or_else(|_| {
-                tracing::error!(task_id = %running.id, "the task's run panicked; failing the task");
-                Outcome::Panic
-            });
-            if outcome == Outcome::Panic {
-                let failed = TaskOutcome {
-                    status: TaskStatus::Failed,
-                    output: None,
-                    failure: Some(panicked()),
-                };
-                store_outcome(&runner.ports, &running, &failed, &stop)
-                    .instrument(in_span)
-                    .await;
-            }
+            let outcome = match ran {
+                Ok(outcome) => outcome,
+                // A panic unwound through the run (its child was killed on the way): the
+                // task still ends, as an internal error, and the slot below is given back.
+                Err(_) => {
+                    tracing::error!(task_id = %running.id, "the task's run panicked; failing the task");
+                    let failed = TaskOutcome {
+                        status: TaskStatus::Failed,
+                        output: None,
+                        failure: Some(panicked()),
+                    };
+                    store_outcome(&runner.ports, &running, &failed, &stop)
+                        .instrument(in_span)
+                        .await;
+                    Outcome::Panic
+                }
+            };
             span.finish(outcome);
             runner.lock().remove(&running.id);
             drop(slot);
@@ -210,11 +211,6 @@ impl TaskRunner {
         });
         tracing::info!(task_id = %task.id, tool = task.tool.name(), tenant = %task.tenant, trace_id = %task.trace_id, "task started");
         Ok(task)
-    }
-
-    /// The most runs this instance held at once since it started.
-    pub fn peak_runs(&self) -> usize {
-        self.slots.peak()
     }
 
     /// Stops a run of this instance and waits (briefly) until its child is gone. Returns

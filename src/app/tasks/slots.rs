@@ -27,7 +27,6 @@ pub enum Full {
 struct Counts {
     by_tenant: HashMap<TenantId, usize>,
     total: usize,
-    peak: usize,
 }
 
 /// The run slots of one instance.
@@ -72,7 +71,6 @@ impl Slots {
         }
         *mine += 1;
         counts.total += 1;
-        counts.peak = counts.peak.max(counts.total);
         Ok(Slot {
             counts: Arc::clone(&self.counts),
             tenant,
@@ -83,11 +81,6 @@ impl Slots {
     #[cfg(test)]
     fn in_use(&self) -> usize {
         lock(&self.counts).total
-    }
-
-    /// The most runs that held a slot at once since this instance started.
-    pub fn peak(&self) -> usize {
-        lock(&self.counts).peak
     }
 }
 
@@ -125,7 +118,6 @@ mod tests {
         assert_eq!(slots.in_use(), 2);
         let _b2 = slots.reserve(b).unwrap();
         assert_eq!(slots.reserve(a).err(), Some(Full::Instance(3)));
-        assert_eq!(slots.peak(), 3);
     }
 
     #[test]
@@ -163,6 +155,6 @@ mod tests {
         for t in [tenant(0), tenant(1)] {
             assert!(kept.iter().filter(|s| s.tenant == t).count() <= 4);
         }
-        assert_eq!(slots.peak(), 6);
+        assert_eq!(slots.in_use(), 6);
     }
 }
