@@ -144,8 +144,9 @@ pub fn decide(
                 "tool '{}' changes durable state and needs the user's confirmation",
                 spec.name.as_str()
             ),
-            "Ask the user to approve this call, then retry with _meta {\"com.cyberos/confirmed\": true} \
-             or a confirmation token.",
+            "The bridge could not ask the user here; ask the user to approve this call, then \
+             retry it with a confirmation token (the bridge's README says how to get one), or \
+             let the user run it from a host that shows the bridge's confirmation prompt.",
         )),
     }
 }

@@ -120,7 +120,7 @@ fn a_child_refusal_is_input_validation_with_a_sanitised_message_and_a_discovery_
     let mut b = Bridge::initialized(&["--cuo-command", &fixture_command()]);
     let resp = b.call("cyberos.cuo.list_workflows", json!({"persona": "x"}));
     let data = assert_envelope(&resp, -32602, "input_validation");
-    let message = resp["error"]["message"].as_str().unwrap();
+    let message = resp["error"]["data"]["message"].as_str().unwrap();
     assert!(message.starts_with("unknown persona"), "{message}");
     assert!(
         !message.contains('\u{7}'),
@@ -238,7 +238,7 @@ fn a_child_that_crashes_during_a_workflow_fails_its_task_and_the_bridge_serves_o
     }
     let result = b.request("tasks/result", json!({"taskId": id}));
     let data = assert_envelope(&result, -32050, "upstream_unavailable");
-    let message = result["error"]["message"].as_str().unwrap();
+    let message = result["error"]["data"]["message"].as_str().unwrap();
     assert_eq!(
         message, "the CUO orchestrator is unavailable",
         "no process details leak"

@@ -20,7 +20,7 @@ async fn a_panic_in_a_handler_becomes_internal_error_and_the_bridge_keeps_servin
     assert_eq!(resp["id"], 2);
     let data = assert_envelope(&resp, -32603, "internal_error");
     assert!(
-        !resp["error"]["message"]
+        !resp["error"]["data"]["message"]
             .as_str()
             .unwrap()
             .contains("scripted"),

@@ -23,14 +23,17 @@ async fn client_strings_come_back_escaped_in_messages_and_logs() {
     let token = s.token(TENANT, None);
     let evil = "x\u{1b}[2J\u{7}\u{202e}lave\r\nforged: line";
     let tool = s.call(&token, evil, json!({})).await;
-    let message = tool["error"]["message"].as_str().unwrap().to_owned();
+    let message = tool["error"]["data"]["message"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     assert!(message.starts_with("unknown tool: x"), "{message}");
     let method = s.rpc(&token, 2, evil, json!({})).await;
     let arg = s
         .call(&token, "cyberos.skill.list_skills", json!({ evil: 1 }))
         .await;
     for resp in [&tool, &method, &arg] {
-        let text = resp["error"]["message"].as_str().unwrap();
+        let text = resp["error"]["data"]["message"].as_str().unwrap();
         assert!(inert(text), "raw control or bidi characters: {text:?}");
         assert!(
             text.contains("\\u{001b}") || text.contains("\\u{202e}"),

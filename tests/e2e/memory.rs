@@ -286,7 +286,7 @@ fn a_missing_audit_entry_leaks_nothing() {
         json!({"audit_id": "m-does-not-exist"}),
     );
     let data = assert_envelope(&resp, -32602, "input_validation");
-    assert_eq!(resp["error"]["message"], "audit entry not found");
+    assert_eq!(resp["error"]["data"]["message"], "audit entry not found");
     let text = resp.to_string();
     let other = ["SECRET-BODY-BYTES", "m-does-not-exist", "bob", "127.0.0.1"];
     for leak in ERROR_BODY_SECRETS.iter().chain(&other) {

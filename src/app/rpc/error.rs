@@ -174,9 +174,11 @@ impl RpcError {
         self
     }
 
-    /// The envelope: `class`, `trace_id`, `hint`, and what else applies.
+    /// The envelope: `message` (the bare sentence), `class`, `trace_id`, `hint`, and what
+    /// else applies.
     pub fn data(&self) -> Map<String, Value> {
         let mut data = Map::new();
+        data.insert("message".into(), self.message.clone().into());
         data.insert("class".into(), self.class.as_str().into());
         data.insert("trace_id".into(), self.trace.to_string().into());
         data.insert("hint".into(), self.hint.clone().into());
@@ -206,9 +208,21 @@ impl RpcError {
         }
     }
 
-    /// The error object.
+    /// The text a host shows its model or user, which is often all it shows (Claude Code
+    /// drops `data`): what went wrong, what to do, and the class and trace id to report.
+    pub fn text(&self) -> String {
+        let mut text = self.message.clone();
+        if !self.hint.is_empty() {
+            text.push_str(" — ");
+            text.push_str(&self.hint);
+        }
+        text.push_str(&format!(" [{}, trace {}]", self.class.as_str(), self.trace));
+        text
+    }
+
+    /// The error object: the self-sufficient text as `message`, the parts in `data`.
     pub fn to_value(&self) -> Value {
-        json!({ "code": self.code, "message": self.message, "data": self.data() })
+        json!({ "code": self.code, "message": self.text(), "data": self.data() })
     }
 }
 
@@ -252,11 +266,35 @@ mod tests {
     }
 
     #[test]
+    fn the_message_says_what_to_do_and_what_to_report() {
+        let trace = TraceId::from_bytes([2; 16]);
+        let e = RpcError::from_domain(
+            &DomainError::invalid_at("unknown argument 'bogus'", "/bogus").with_hint("Fix it."),
+            trace,
+        );
+        let v = e.to_value();
+        assert_eq!(
+            v["message"],
+            format!(
+                "unknown argument 'bogus' — Fix it. [input_validation, trace {}]",
+                "02".repeat(16)
+            )
+        );
+        assert_eq!(v["data"]["message"], "unknown argument 'bogus'");
+        assert_eq!(v["data"]["hint"], "Fix it.");
+    }
+
+    #[test]
     fn a_retry_marker_travels_typed_and_stays_out_of_the_envelope() {
         let busy = DomainError::unavailable(crate::domain::Upstream::TaskStore, None)
             .with_retry_after(Duration::from_secs(5));
         let e = RpcError::from_domain(&busy, TraceId::from_bytes([3; 16]));
         assert_eq!(e.retry_after, Some(Duration::from_secs(5)));
-        assert_eq!(e.data().len(), 3, "{:?}", e.data());
+        assert_eq!(
+            e.data().len(),
+            4,
+            "message, class, trace_id, hint only: {:?}",
+            e.data()
+        );
     }
 }

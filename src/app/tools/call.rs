@@ -132,7 +132,7 @@ fn decode<T: DeserializeOwned>(args: &Value) -> Result<T, DomainError> {
 /// `--tool-errors result`: the envelope's data as `structuredContent`, the message as text.
 fn error_result(err: &RpcError) -> Value {
     json!({
-        "content": [{"type": "text", "text": err.message}],
+        "content": [{"type": "text", "text": err.text()}],
         "structuredContent": Value::Object(err.data()),
         "isError": true
     })

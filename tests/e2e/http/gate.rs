@@ -86,7 +86,7 @@ async fn without_cors_origin_there_are_no_cors_headers_and_preflights_are_refuse
             .await;
         let frame = error_body(&pre, 403, -32600, "input_validation");
         assert!(
-            frame["error"]["message"]
+            frame["error"]["data"]["message"]
                 .as_str()
                 .unwrap()
                 .contains("origin"),
@@ -102,7 +102,7 @@ async fn without_cors_origin_there_are_no_cors_headers_and_preflights_are_refuse
         )
         .await;
     let frame = error_body(&evil, 403, -32600, "input_validation");
-    assert_eq!(frame["error"]["message"], "origin not allowed");
+    assert_eq!(frame["error"]["data"]["message"], "origin not allowed");
     // Refused before the token is even looked at.
     let evil = s
         .post_with(
@@ -212,7 +212,7 @@ async fn a_foreign_host_header_on_a_loopback_bind_is_refused() {
         )
         .await;
     let frame = error_body(&evil, 403, -32600, "input_validation");
-    assert_eq!(frame["error"]["message"], "host not allowed");
+    assert_eq!(frame["error"]["data"]["message"], "host not allowed");
     let local = s
         .post_with(
             Some(&t),

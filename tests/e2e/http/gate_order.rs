@@ -234,7 +234,9 @@ fn assert_refused_by(check: &Check, what: &str, status: u16, frame: &Value) {
     );
     check_frame(frame, None, false);
     assert_envelope(frame, check.code, check.class);
-    let message = frame["error"]["message"].as_str().unwrap_or_default();
+    let message = frame["error"]["data"]["message"]
+        .as_str()
+        .unwrap_or_default();
     assert!(
         message.contains(check.message),
         "{what}: expected the {} check's message ({:?}): {frame}",

@@ -131,7 +131,7 @@ async fn a_tenant_at_its_task_cap_gets_429_with_retry_after() {
     assert_eq!(s.post(Some(&t), &start).await.status, 200);
     let refused = s.post(Some(&t), &start).await;
     let frame = error_body(&refused, 429, -32050, "upstream_unavailable");
-    assert_eq!(frame["error"]["message"], "too many running tasks");
+    assert_eq!(frame["error"]["data"]["message"], "too many running tasks");
     assert!(refused.header("retry-after").is_some());
     // Another tenant is not held back.
     let other = s.token("bbbbbbbb-0000-4000-8000-00000000000b", None);

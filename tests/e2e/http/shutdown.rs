@@ -41,7 +41,10 @@ async fn sigterm_ends_waiting_streams_drains_and_exits_zero() {
         .unwrap();
     let last: Value = serde_json::from_str(&reply.events().last().unwrap().1).unwrap();
     assert_envelope(&last, -32050, "upstream_unavailable");
-    assert_eq!(last["error"]["message"], "the bridge is shutting down");
+    assert_eq!(
+        last["error"]["data"]["message"],
+        "the bridge is shutting down"
+    );
     let status = s.wait_exit();
     assert_eq!(status.code(), Some(0), "{}", s.log());
     assert!(s.log().contains("draining"), "{}", s.log());

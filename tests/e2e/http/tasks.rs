@@ -170,11 +170,11 @@ async fn another_tenants_task_is_not_found_over_http() {
         .await;
     for frame in [&foreign, &missing] {
         assert_eq!(frame["error"]["code"], -32602, "{frame}");
-        assert_eq!(frame["error"]["message"], "task not found");
+        assert_eq!(frame["error"]["data"]["message"], "task not found");
         assert_eq!(frame["error"]["data"]["class"], "input_validation");
     }
     let cancel = s.rpc(&b, 4, "tasks/cancel", json!({"taskId": id})).await;
-    assert_eq!(cancel["error"]["message"], "task not found");
+    assert_eq!(cancel["error"]["data"]["message"], "task not found");
     let own = s.rpc(&a, 5, "tasks/get", json!({"taskId": id})).await;
     assert!(own["result"]["status"].is_string(), "{own}");
 }

@@ -53,7 +53,7 @@ async fn one_tenants_waits_neither_starve_others_nor_exceed_its_share() {
     let frame = error_body(&refused, 429, -32050, "upstream_unavailable");
     assert_eq!(frame["id"], 7);
     assert_eq!(
-        frame["error"]["message"],
+        frame["error"]["data"]["message"],
         "too many requests waiting for tasks"
     );
     assert_eq!(refused.header("retry-after"), Some("1"));

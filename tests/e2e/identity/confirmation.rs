@@ -47,7 +47,7 @@ fn a_confirmation_token_confirms_exactly_one_matching_call() {
     );
     let replay = call(&mut b, &args);
     assert_eq!(
-        replay["error"]["message"], "the confirmation token was already used",
+        replay["error"]["data"]["message"], "the confirmation token was already used",
         "{replay}"
     );
     let other = call(&mut b, &json!({"kind": "decision", "body": {"adr": 8}}));

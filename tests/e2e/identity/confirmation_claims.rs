@@ -83,7 +83,7 @@ fn confirmation_tokens_need_the_audience_the_purpose_the_caller_and_a_bounded_ex
     for (i, (case, edit, message)) in cases.into_iter().enumerate() {
         let token = confirmation(&args, &format!("bad-{i}"), edit);
         let resp = append(&mut v, &args, &token);
-        if resp["error"]["message"] != message {
+        if resp["error"]["data"]["message"] != message {
             wrong.push(format!("{case}: {resp}"));
             continue;
         }
@@ -103,7 +103,7 @@ fn confirmation_tokens_need_the_audience_the_purpose_the_caller_and_a_bounded_ex
     );
     let replay = append(&mut v, &args, &good);
     assert_eq!(
-        replay["error"]["message"], "the confirmation token was already used",
+        replay["error"]["data"]["message"], "the confirmation token was already used",
         "{replay}"
     );
     // Presented as a bearer token, it is refused.
@@ -111,7 +111,7 @@ fn confirmation_tokens_need_the_audience_the_purpose_the_caller_and_a_bounded_ex
         .with_token(&good)
         .call("cyberos.skill.list_skills", json!({}));
     assert_eq!(
-        as_bearer["error"]["message"], "invalid token",
+        as_bearer["error"]["data"]["message"], "invalid token",
         "{as_bearer}"
     );
 }

@@ -71,7 +71,7 @@ fn jwks_keys_are_cached_by_kid_rotated_on_an_unknown_kid_and_kept_when_the_idp_i
     assert!(b.call(&k1)["result"].is_object());
     // A different key claiming the known kid fails its signature.
     let forged = rs256(&claims(TENANT_A, ALL), Some("k1"), "rsa2.key");
-    assert_eq!(b.call(&forged)["error"]["message"], "invalid token");
+    assert_eq!(b.call(&forged)["error"]["data"]["message"], "invalid token");
     // The IdP goes down: cached keys keep serving.
     server.set(Value::Null);
     assert!(b.call(&k1)["result"].is_object());
@@ -93,7 +93,10 @@ fn jwks_keys_are_cached_by_kid_rotated_on_an_unknown_kid_and_kept_when_the_idp_i
     // Some twenty unknown-kid calls made one fetch.
     assert_eq!(server.fetches(), before + 1);
     let unknown = rs256(&claims(TENANT_A, ALL), Some("k9"), "rsa2.key");
-    assert_eq!(b.call(&unknown)["error"]["message"], "invalid token");
+    assert_eq!(
+        b.call(&unknown)["error"]["data"]["message"],
+        "invalid token"
+    );
     assert_eq!(server.fetches(), before + 1, "rate-limited");
 }
 

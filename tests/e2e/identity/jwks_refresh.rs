@@ -43,7 +43,10 @@ fn a_removed_key_stops_verifying_after_the_refresh_and_an_outage_keeps_the_last_
     server.set(jwk("rsa2.key", "k2"));
     two_refreshes(&server);
     let removed = b.call(&k1);
-    assert_eq!(removed["error"]["message"], "invalid token", "{removed}");
+    assert_eq!(
+        removed["error"]["data"]["message"], "invalid token",
+        "{removed}"
+    );
     assert_eq!(removed["error"]["data"]["class"], "authz_denied");
     ok(b.call(&k2));
 }
@@ -60,7 +63,10 @@ fn an_encryption_key_never_verifies_a_signature() {
     for (kid, key) in [("k1", "rsa.key"), ("k3", "rsa.key")] {
         let token = rs256(&claims(TENANT_A, ALL), Some(kid), key);
         let resp = b.call(&token);
-        assert_eq!(resp["error"]["message"], "invalid token", "{kid}: {resp}");
+        assert_eq!(
+            resp["error"]["data"]["message"], "invalid token",
+            "{kid}: {resp}"
+        );
     }
     let k2 = rs256(&claims(TENANT_A, ALL), Some("k2"), "rsa2.key");
     let resp = b.call(&k2);

@@ -106,7 +106,7 @@ fn bad_tokens_are_all_authz_denied_without_leaking_or_panicking() {
             .with_token(&token)
             .call("cyberos.skill.list_skills", json!({}));
         let data = assert_denied_without_leak(&resp, &token);
-        assert_eq!(resp["error"]["message"], message, "{name}: {resp}");
+        assert_eq!(resp["error"]["data"]["message"], message, "{name}: {resp}");
         assert!(data["hint"].as_str().unwrap().len() > 10, "{name}");
     }
     let expired_resp = v
@@ -178,7 +178,7 @@ fn each_request_runs_as_the_tenant_of_its_own_token() {
     let probe = v
         .bridge
         .call("cyberos.memory.read_audit", json!({"audit_id": id}));
-    assert_eq!(probe["error"]["message"], "audit entry not found");
+    assert_eq!(probe["error"]["data"]["message"], "audit entry not found");
     let seen_by_a = v
         .with_token(&a)
         .call("cyberos.memory.read_audit", json!({}));
@@ -213,7 +213,7 @@ fn without_a_token_only_calls_are_refused() {
         json!({})
     );
     let resp = b.call("cyberos.skill.list_skills", json!({}));
-    assert_eq!(resp["error"]["message"], "authentication required");
+    assert_eq!(resp["error"]["data"]["message"], "authentication required");
     assert!(
         assert_envelope(&resp, -32000, "authz_denied")["hint"]
             .as_str()

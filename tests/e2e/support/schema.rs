@@ -42,9 +42,14 @@ pub fn assert_valid(def: &str, value: &Value) {
 /// methods, the specific result type.
 pub fn check_frame(frame: &Value, method: Option<&str>, task_augmented: bool) {
     assert_valid("JSONRPCMessage", frame);
-    if frame.get("error").is_some() {
+    if let Some(error) = frame.get("error") {
         assert_valid("JSONRPCErrorResponse", frame);
+        assert_self_sufficient(&error["message"], &error["data"]);
         return;
+    }
+    if frame["result"]["isError"] == true {
+        let result = &frame["result"];
+        assert_self_sufficient(&result["content"][0]["text"], &result["structuredContent"]);
     }
     if let Some(result) = frame.get("result") {
         assert_valid("JSONRPCResultResponse", frame);
@@ -68,6 +73,24 @@ pub fn check_frame(frame: &Value, method: Option<&str>, task_augmented: bool) {
             assert!(m.starts_with("notifications/"), "{m}");
         }
     }
+}
+
+/// The text a host shows (the error's `message`, or an error result's text) says what went
+/// wrong, what to do, and the class and trace id, as its structured parts do (#15).
+#[track_caller]
+fn assert_self_sufficient(text: &Value, data: &Value) {
+    let part = |k: &str| {
+        data[k]
+            .as_str()
+            .unwrap_or_else(|| panic!("no {k} in {data}"))
+    };
+    let hint = part("hint");
+    let mut want = part("message").to_owned();
+    if !hint.is_empty() {
+        want = format!("{want} — {hint}");
+    }
+    want = format!("{want} [{}, trace {}]", part("class"), part("trace_id"));
+    assert_eq!(text.as_str(), Some(want.as_str()), "{data}");
 }
 
 #[test]

@@ -98,7 +98,7 @@ fn cancel_kills_the_runs_child_and_the_run_never_finishes() {
         let result = b.request("tasks/result", json!({"taskId": id}));
         assert_envelope(&result, -32603, "internal_error");
         assert_eq!(
-            result["error"]["message"], "the task was cancelled",
+            result["error"]["data"]["message"], "the task was cancelled",
             "{result}"
         );
     }

@@ -43,7 +43,7 @@ fn started(answers: &[Value], refusal: &str) -> usize {
             started += 1;
         } else {
             assert_envelope(a, -32050, "upstream_unavailable");
-            assert_eq!(a["error"]["message"], refusal, "{a}");
+            assert_eq!(a["error"]["data"]["message"], refusal, "{a}");
         }
     }
     started
@@ -104,7 +104,7 @@ async fn forty_parallel_http_calls_start_exactly_the_tenants_cap_of_four() {
     for (status, frame, retry) in answers.iter().filter(|(status, ..)| *status != 200) {
         assert_eq!(*status, 429, "{frame}");
         assert_envelope(frame, -32050, "upstream_unavailable");
-        assert_eq!(frame["error"]["message"], "too many running tasks");
+        assert_eq!(frame["error"]["data"]["message"], "too many running tasks");
         assert!(retry.is_some(), "{frame}");
     }
 }
@@ -134,7 +134,10 @@ async fn the_cap_on_cuo_children_holds_across_tenants_and_frees_a_slot_per_ended
     for (_, (status, frame, retry)) in answers.iter().filter(|(_, (status, ..))| *status != 200) {
         assert_eq!(*status, 429, "{frame}");
         let data = assert_envelope(frame, -32050, "upstream_unavailable");
-        assert_eq!(frame["error"]["message"], "too many running CUO children");
+        assert_eq!(
+            frame["error"]["data"]["message"],
+            "too many running CUO children"
+        );
         assert!(
             data["hint"].as_str().unwrap().contains("at most 3"),
             "{data}"

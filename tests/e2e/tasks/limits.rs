@@ -132,7 +132,7 @@ fn a_result_too_large_to_keep_fails_the_task() {
         let result = b.request("tasks/result", json!({"taskId": id}));
         assert_envelope(&result, -32050, "upstream_unavailable");
         assert_eq!(
-            result["error"]["message"],
+            result["error"]["data"]["message"],
             "the task's result is too large to keep"
         );
     }
@@ -156,7 +156,10 @@ fn a_tenant_keeps_at_most_its_quota_of_tasks() {
         }
         let resp = b.call("cyberos.skill.invoke_skill", json!({"skill": "echo"}));
         assert_envelope(&resp, -32050, "upstream_unavailable");
-        assert_eq!(resp["error"]["message"], "too many stored tasks", "{resp}");
+        assert_eq!(
+            resp["error"]["data"]["message"], "too many stored tasks",
+            "{resp}"
+        );
         assert_eq!(task_count(&mut b), 2);
     }
 }

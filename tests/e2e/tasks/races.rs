@@ -62,12 +62,15 @@ async fn cancel_race(store: &[String]) {
     let late = s.rpc(&t, 99, "tasks/cancel", json!({"taskId": id})).await;
     assert_envelope(&late, -32602, "input_validation");
     assert_eq!(
-        late["error"]["message"],
+        late["error"]["data"]["message"],
         "cannot cancel the task: it is already cancelled"
     );
     for lost in answers.iter().filter(|a| a.get("result").is_none()) {
         assert_envelope(lost, -32602, "input_validation");
-        assert_eq!(lost["error"]["message"], late["error"]["message"], "{lost}");
+        assert_eq!(
+            lost["error"]["data"]["message"], late["error"]["data"]["message"],
+            "{lost}"
+        );
         assert_eq!(
             lost["error"]["data"]["hint"], late["error"]["data"]["hint"],
             "{lost}"

@@ -29,7 +29,7 @@ fn another_tenants_task_is_indistinguishable_from_a_missing_one() {
         let garbage = b.request("tasks/get", json!({"id": "t-abc123"}));
         for resp in [&foreign, &missing, &garbage] {
             assert_envelope(resp, -32602, "input_validation");
-            assert_eq!(resp["error"]["message"], "task not found");
+            assert_eq!(resp["error"]["data"]["message"], "task not found");
         }
         assert_eq!(
             foreign["error"]["data"]["hint"],
@@ -40,7 +40,7 @@ fn another_tenants_task_is_indistinguishable_from_a_missing_one() {
             "the id is not echoed"
         );
         let cancel = b.request("tasks/cancel", json!({"taskId": id}));
-        assert_eq!(cancel["error"]["message"], "task not found");
+        assert_eq!(cancel["error"]["data"]["message"], "task not found");
         let listed = b.request("tasks/list", json!({}));
         assert!(
             !listed["result"]["tasks"]
@@ -64,6 +64,9 @@ fn a_tenant_runs_at_most_its_cap_of_tasks_at_once() {
     start(&mut b, ADR());
     let refused = b.call("cyberos.cuo.execute_workflow", ADR());
     let data = assert_envelope(&refused, -32050, "upstream_unavailable");
-    assert_eq!(refused["error"]["message"], "too many running tasks");
+    assert_eq!(
+        refused["error"]["data"]["message"],
+        "too many running tasks"
+    );
     assert!(data["hint"].as_str().unwrap().contains("At most 1"));
 }
