@@ -31,7 +31,14 @@ fn main() {
     if let Some(otlp) = otlp.as_mut() {
         telemetry::set_export_gate(otlp.take_gate());
     }
-    init_logs(config.log_format, otlp.as_ref().map(|o| o.tracer()));
+    // Serving logs at info; a one-shot command (call, check, tools, ...) at warn, so its
+    // output is not buried under the bridge's INFO lines.
+    let level = if cli.command.is_none() {
+        "info"
+    } else {
+        "warn"
+    };
+    init_logs(config.log_format, otlp.as_ref().map(|o| o.tracer()), level);
     // stdio serves one client: a single-threaded reactor avoids a cross-thread wake-up per
     // message (measured in benches/stdio.rs). HTTP serves many and uses every core. The
     // bundled CUO runner handles one request at a time, whatever the transport setting,
@@ -64,9 +71,13 @@ fn usage_error(e: &dyn std::fmt::Display) -> ! {
 
 /// Logs go to stderr only: on stdio, stdout carries protocol frames and nothing else.
 /// `RUST_LOG` filters the logs, not the exported spans.
-fn init_logs(format: LogFormat, tracer: Option<opentelemetry_sdk::trace::SdkTracer>) {
+fn init_logs(
+    format: LogFormat,
+    tracer: Option<opentelemetry_sdk::trace::SdkTracer>,
+    default_level: &str,
+) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_level));
     let fmt = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
     let logs = match format {
         LogFormat::Text => fmt.with_ansi(false).with_filter(filter).boxed(),

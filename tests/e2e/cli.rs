@@ -96,6 +96,33 @@ fn environment_variables_configure_like_flags() {
 }
 
 #[test]
+fn cyberos_dev_takes_the_usual_boolean_spellings_and_one_shot_commands_log_quietly() {
+    let call = |dev: &str| {
+        let dir = tempfile::tempdir().unwrap();
+        Command::new(binary())
+            .args(["call", "cyberos.skill.list_skills", "{}"])
+            .env("CYBEROS_DATA_DIR", dir.path())
+            .env("CYBEROS_DEV", dev)
+            .env_remove("RUST_LOG")
+            .env("CYBEROS_SKILLS_DIR", fixtures().join("skills"))
+            .output()
+            .unwrap()
+    };
+    for on in ["1", "yes", "on", "true"] {
+        let out = call(on);
+        assert_eq!(out.status.code(), Some(0), "CYBEROS_DEV={on}: {out:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !stderr.contains("INFO"),
+            "call logs at warn unless asked: {stderr}"
+        );
+    }
+    // Off: no identity is configured, so the command refuses to run.
+    let out = call("0");
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+}
+
+#[test]
 fn check_reports_each_part_and_fails_when_one_is_down() {
     let skills = fixtures().join("skills");
     let (code, stdout, _) = run(&[

@@ -186,8 +186,13 @@ pub struct Options {
         value_name = "URL"
     )]
     pub authorization_server: Option<String>,
-    /// Local development identity.
-    #[arg(long, global = true, env = "CYBEROS_DEV")]
+    /// Local development identity (`CYBEROS_DEV` takes 1/0, true/false, yes/no, on/off).
+    #[arg(
+        long,
+        global = true,
+        env = "CYBEROS_DEV",
+        value_parser = clap::builder::BoolishValueParser::new()
+    )]
     #[serde(default)]
     pub dev: bool,
     /// OTLP gRPC endpoint for spans.
