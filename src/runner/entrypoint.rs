@@ -127,7 +127,7 @@ async fn spawn(program: &Path, folder: &Path) -> Result<Child, RpcError> {
 /// Kills every other process of this process group: what a killed entrypoint left running
 /// in the background. (The bridge gives each skill run a child, and so a group, of its
 /// own, so nothing else lives here.)
-pub(super) fn kill_group_but_self() {
+fn kill_group_but_self() {
     use nix::sys::signal::{Signal, kill};
     use nix::unistd::{Pid, getpgrp, getpid};
     let (group, me) = (getpgrp().as_raw(), getpid().as_raw());

@@ -71,43 +71,8 @@ pub async fn run(options: RunnerOptions) -> i32 {
         "cuo runner ready"
     );
     let runner = Runner::new(catalog, Duration::from_millis(options.pace_ms));
-    go_with_parent();
     serve(&runner, tokio::io::stdin(), tokio::io::stdout()).await
 }
-
-/// Exit code after the parent died (128 + SIGTERM).
-const EXIT_PARENT_GONE: i32 = 143;
-
-/// When the parent (the bridge) dies, even by SIGKILL, take the skill entrypoints this
-/// runner started, and what they started, along: the kernel sends SIGTERM (replacing the
-/// SIGKILL the bridge asked for before exec, which nothing could act on) and the handler
-/// kills the process group first. Entrypoints run in this group.
-#[cfg(target_os = "linux")]
-fn go_with_parent() {
-    use nix::sys::signal::Signal;
-    let parent = nix::unistd::getppid();
-    let Ok(mut term) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-    else {
-        return;
-    };
-    if nix::sys::prctl::set_pdeathsig(Signal::SIGTERM).is_err() {
-        return;
-    }
-    tokio::spawn(async move {
-        term.recv().await;
-        tracing::info!("terminated (or the parent died); killing the skill entrypoints");
-        entrypoint::kill_group_but_self();
-        std::process::exit(EXIT_PARENT_GONE);
-    });
-    // The parent may have died before the signal was asked for.
-    if nix::unistd::getppid() != parent {
-        entrypoint::kill_group_but_self();
-        std::process::exit(EXIT_PARENT_GONE);
-    }
-}
-
-#[cfg(not(target_os = "linux"))]
-fn go_with_parent() {}
 
 /// The request loop over any byte streams (stdin/stdout in production).
 ///
