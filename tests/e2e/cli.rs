@@ -148,3 +148,39 @@ fn check_reports_each_part_and_fails_when_one_is_down() {
         "{stdout}"
     );
 }
+
+#[test]
+fn the_example_config_names_every_option_and_loads() {
+    use clap::CommandFactory;
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/cyberos.toml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let table: toml::Table = toml::from_str(&text).unwrap();
+    let options: Vec<String> = cyberos_mcp_bridge::app::config::Cli::command()
+        .get_arguments()
+        .filter_map(|a| a.get_long().map(str::to_owned))
+        .filter(|l| !matches!(l.as_str(), "config" | "help" | "version"))
+        .collect();
+    // Each option is a key, or (an alternative to another) a commented-out key.
+    for option in &options {
+        let commented = text.contains(&format!("# {option} ="));
+        assert!(
+            table.contains_key(option) || commented,
+            "examples/cyberos.toml lacks {option}"
+        );
+    }
+    for key in table.keys() {
+        assert!(options.contains(key), "{key} is no option");
+    }
+    // The bridge resolves the whole file (`tools` reaches no upstream; a temp data dir
+    // keeps it local).
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(binary())
+        .arg("--config")
+        .arg(&path)
+        .args(["--dev", "--data-dir"])
+        .arg(dir.path())
+        .arg("tools")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+}

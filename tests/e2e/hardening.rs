@@ -163,7 +163,7 @@ async fn readiness_probes_share_one_store_check_a_second() {
             cors: vec![],
         },
         authorization_servers: vec![],
-        limits: Limits::from_env().unwrap(),
+        limits: Limits::default(),
     };
     let routes = router(app, settings, tokio_util::sync::CancellationToken::new());
     let probe = |routes: axum::Router| async move {

@@ -9,4 +9,4 @@ mod resolve;
 
 pub use error::ConfigError;
 pub use options::{Cli, Command, LogFormat, Options, Transport};
-pub use resolve::{Config, IdentityConfig};
+pub use resolve::{Config, HttpLimitOptions, IdentityConfig};

@@ -234,6 +234,50 @@ pub struct Options {
         value_name = "N"
     )]
     pub max_stored_tasks_per_tenant: Option<u32>,
+    /// HTTP: requests in flight at once, all clients (default 1024).
+    #[arg(
+        long,
+        global = true,
+        env = "CYBEROS_HTTP_MAX_INFLIGHT",
+        value_name = "N"
+    )]
+    pub http_max_inflight: Option<usize>,
+    /// HTTP: requests waiting for a task at once, all clients (default 1024).
+    #[arg(long, global = true, env = "CYBEROS_HTTP_MAX_WAITS", value_name = "N")]
+    pub http_max_waits: Option<usize>,
+    /// HTTP: requests waiting for a task at once, per tenant (default 16).
+    #[arg(
+        long,
+        global = true,
+        env = "CYBEROS_HTTP_MAX_WAITS_PER_TENANT",
+        value_name = "N"
+    )]
+    pub http_max_waits_per_tenant: Option<usize>,
+    /// HTTP: request body bytes buffered at once, in MiB (default 64, at least 4).
+    #[arg(
+        long,
+        global = true,
+        env = "CYBEROS_HTTP_BODY_BUDGET_MIB",
+        value_name = "MIB"
+    )]
+    pub http_body_budget_mib: Option<usize>,
+    /// HTTP: per-tenant rate of tools/call and tasks/*, RATE/BURST per second or off
+    /// (default 50/100).
+    #[arg(
+        long,
+        global = true,
+        env = "CYBEROS_HTTP_CALL_RATE",
+        value_name = "RATE/BURST"
+    )]
+    pub http_call_rate: Option<String>,
+    /// HTTP: deadline of a plain request in milliseconds (default 60000).
+    #[arg(
+        long,
+        global = true,
+        env = "CYBEROS_HTTP_REQUEST_TIMEOUT_MS",
+        value_name = "MS"
+    )]
+    pub http_request_timeout_ms: Option<u64>,
     /// Log format on stderr: text (default) or json.
     #[arg(long, global = true, env = "CYBEROS_LOG_FORMAT", value_enum)]
     pub log_format: Option<LogFormat>,
@@ -279,6 +323,12 @@ impl Options {
             max_tasks_per_tenant,
             max_cuo_children,
             max_stored_tasks_per_tenant,
+            http_max_inflight,
+            http_max_waits,
+            http_max_waits_per_tenant,
+            http_body_budget_mib,
+            http_call_rate,
+            http_request_timeout_ms,
             log_format
         );
         macro_rules! fill_vec {

@@ -11,6 +11,17 @@ use crate::app::tasks::{DEFAULT_MAX_CUO_CHILDREN, DEFAULT_MAX_TASKS_PER_TENANT};
 use crate::app::{LongRunning, ToolErrors};
 use crate::domain::task::DEFAULT_MAX_STORED_PER_TENANT;
 
+/// The HTTP load limits as given (`--http-*`); `http::limits::Limits` checks their ranges.
+#[derive(Debug, Clone, Default)]
+pub struct HttpLimitOptions {
+    pub max_inflight: Option<usize>,
+    pub max_waits: Option<usize>,
+    pub max_waits_per_tenant: Option<usize>,
+    pub body_budget_mib: Option<usize>,
+    pub call_rate: Option<String>,
+    pub request_timeout_ms: Option<u64>,
+}
+
 /// The resolved configuration.
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -52,6 +63,8 @@ pub struct Config {
     pub max_cuo_children: usize,
     /// Cap on one tenant's tasks kept in the store, any status.
     pub max_stored_tasks_per_tenant: u32,
+    /// HTTP load limits.
+    pub http_limits: HttpLimitOptions,
     /// Log format.
     pub log_format: LogFormat,
     /// OTLP/gRPC endpoint for spans (`--otlp-endpoint`, else the standard OTel variables).
@@ -186,6 +199,14 @@ impl Config {
                 DEFAULT_MAX_STORED_PER_TENANT,
                 "--max-stored-tasks-per-tenant",
             )?,
+            http_limits: HttpLimitOptions {
+                max_inflight: options.http_max_inflight,
+                max_waits: options.http_max_waits,
+                max_waits_per_tenant: options.http_max_waits_per_tenant,
+                body_budget_mib: options.http_body_budget_mib,
+                call_rate: options.http_call_rate,
+                request_timeout_ms: options.http_request_timeout_ms,
+            },
             log_format: options.log_format.unwrap_or(LogFormat::Text),
             otlp_endpoint: otlp_endpoint(options.otlp_endpoint)?,
             identity: IdentityConfig {

@@ -20,7 +20,7 @@ use tokio::sync::Semaphore;
 
 use super::body::Budget;
 use super::waits::Waits;
-use crate::app::config::ConfigError;
+use crate::app::config::{ConfigError, HttpLimitOptions};
 use crate::domain::TenantId;
 
 const MIB: usize = 1024 * 1024;
@@ -68,59 +68,51 @@ impl Default for Limits {
 }
 
 impl Limits {
-    /// The defaults, adjusted by the `CYBEROS_HTTP_*` variables.
+    /// The defaults, adjusted by the `--http-*` options (flags, `CYBEROS_HTTP_*`, TOML).
     ///
     /// # Errors
-    /// A variable that is set but malformed.
-    pub fn from_env() -> Result<Limits, ConfigError> {
-        let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+    /// A value out of its range.
+    pub fn from_options(o: &HttpLimitOptions) -> Result<Limits, ConfigError> {
         let mut limits = Limits::default();
-        let count = |name: &str| -> Result<Option<usize>, ConfigError> {
-            var(name)
-                .map(|v| {
-                    v.trim()
-                        .parse()
-                        .ok()
-                        .filter(|n| (1..=1_000_000).contains(n))
-                        .ok_or_else(|| ConfigError(format!("{name}={v:?}: use a number from 1")))
-                })
-                .transpose()
+        let count = |n: Option<usize>, flag: &str| -> Result<Option<usize>, ConfigError> {
+            n.map(|n| {
+                (1..=1_000_000)
+                    .contains(&n)
+                    .then_some(n)
+                    .ok_or_else(|| ConfigError(format!("{flag} {n}: use a number from 1")))
+            })
+            .transpose()
         };
-        if let Some(n) = count("CYBEROS_HTTP_MAX_INFLIGHT")? {
+        if let Some(n) = count(o.max_inflight, "--http-max-inflight")? {
             limits.max_inflight = n;
         }
-        if let Some(n) = count("CYBEROS_HTTP_MAX_WAITS")? {
+        if let Some(n) = count(o.max_waits, "--http-max-waits")? {
             limits.max_waits = n;
         }
-        if let Some(n) = count("CYBEROS_HTTP_MAX_WAITS_PER_TENANT")? {
+        if let Some(n) = count(o.max_waits_per_tenant, "--http-max-waits-per-tenant")? {
             limits.max_waits_per_tenant = n;
         }
-        if let Some(v) = var("CYBEROS_HTTP_BODY_BUDGET_MIB") {
-            limits.body_budget = v
-                .trim()
-                .parse::<usize>()
-                .ok()
-                .filter(|n| (4..=64 * 1024).contains(n))
-                .map(|n| n * MIB)
-                .ok_or_else(|| {
-                    ConfigError(format!(
-                        "CYBEROS_HTTP_BODY_BUDGET_MIB={v:?}: use a number of MiB from 4 to 65536"
-                    ))
-                })?;
+        if let Some(n) = o.body_budget_mib {
+            if !(4..=64 * 1024).contains(&n) {
+                return Err(ConfigError(format!(
+                    "--http-body-budget-mib {n}: use a number of MiB from 4 to 65536"
+                )));
+            }
+            limits.body_budget = n * MIB;
         }
-        if let Some(v) = var("CYBEROS_HTTP_CALL_RATE") {
+        if let Some(v) = &o.call_rate {
             limits.call_rate = parse_rate(v.trim()).ok_or_else(|| {
                 ConfigError(format!(
-                    "CYBEROS_HTTP_CALL_RATE={v:?}: use RATE/BURST per second, e.g. 50/100, or off"
+                    "--http-call-rate {v:?}: use RATE/BURST per second, e.g. 50/100, or off"
                 ))
             })?;
         }
-        if let Some(v) = var("CYBEROS_HTTP_REQUEST_TIMEOUT_MS") {
-            let ms: u64 = v.trim().parse().ok().filter(|ms| *ms > 0).ok_or_else(|| {
-                ConfigError(format!(
-                    "CYBEROS_HTTP_REQUEST_TIMEOUT_MS={v:?}: use milliseconds"
-                ))
-            })?;
+        if let Some(ms) = o.request_timeout_ms {
+            if ms == 0 {
+                return Err(ConfigError(
+                    "--http-request-timeout-ms 0: use milliseconds above 0".into(),
+                ));
+            }
             limits.request_timeout = Duration::from_millis(ms);
         }
         Ok(limits)

@@ -87,7 +87,7 @@ impl HttpSettings {
                 cors,
             },
             authorization_servers,
-            limits: Limits::from_env()?,
+            limits: Limits::from_options(&config.http_limits)?,
         })
     }
 }
