@@ -9,6 +9,7 @@
 
 mod guard;
 mod migrate;
+mod nul;
 mod tasks;
 
 use std::str::FromStr;

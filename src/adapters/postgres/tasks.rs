@@ -6,15 +6,15 @@ use std::sync::Arc;
 
 use sqlx::Row;
 
+use super::nul::{is_unstorable_json, storable_text, unstorable_arguments, unstorable_result};
 use super::{PgStore, down, timed, ts};
 use crate::adapters::task_rows::{
     bad_cursor, decode_cursor, encode_cursor, failure_json, finished_status, task_of,
 };
 use crate::domain::task::{
-    OVERDUE_GRACE_MS, QUICK_FAILURE_MS, QUICK_FAILURE_RETENTION_MS, Task, TaskFailure, TaskStatus,
-    stored_quota_reached,
+    OVERDUE_GRACE_MS, QUICK_FAILURE_MS, QUICK_FAILURE_RETENTION_MS, Task, stored_quota_reached,
 };
-use crate::domain::{DomainError, ErrorClass, JsonText, TaskId, TenantId, Timestamp, Upstream};
+use crate::domain::{DomainError, JsonText, TaskId, TenantId, Timestamp, Upstream};
 use crate::ports::{Finished, NewTask, StopSink, SweepReport, TaskOutcome, TaskPage, TaskStore};
 
 macro_rules! columns {
@@ -26,41 +26,6 @@ macro_rules! columns {
          (extract(epoch FROM timeout_at) * 1000)::int8 AS timeout_at, \
          (extract(epoch FROM expires_at) * 1000)::int8 AS expires_at"
     };
-}
-
-/// `jsonb` cannot hold `\u0000` (SQLSTATE 22P05); other stores can.
-fn is_unstorable_json(e: &sqlx::Error) -> bool {
-    e.as_database_error()
-        .and_then(|d| d.code())
-        .is_some_and(|c| c == "22P05")
-}
-
-fn unstorable_arguments() -> DomainError {
-    DomainError::invalid("the arguments contain a \\u0000 character, which tasks cannot keep")
-        .with_hint("Remove \\u0000 characters from the arguments and call the tool again.")
-}
-
-/// Recorded instead of a result the store cannot keep, so the task does not stay running.
-fn unstorable_result() -> TaskOutcome {
-    TaskOutcome {
-        status: TaskStatus::Failed,
-        output: None,
-        failure: Some(TaskFailure {
-            class: ErrorClass::Internal,
-            message: "the task's result could not be stored".into(),
-            hint: "The result contained a \\u0000 character, which the task store cannot keep."
-                .into(),
-        }),
-    }
-}
-
-/// Text columns cannot hold NUL characters.
-fn storable_text(s: &str) -> std::borrow::Cow<'_, str> {
-    if s.contains('\0') {
-        s.replace('\0', "").into()
-    } else {
-        s.into()
-    }
 }
 
 impl PgStore {
