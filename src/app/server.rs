@@ -16,7 +16,7 @@ use crate::app::rpc::{
 use crate::app::session::Session;
 use crate::app::telemetry::{self, CallSpan, Outcome, Parent};
 use crate::app::{App, tasks, tools};
-use crate::domain::{ToolNaming, TraceId, respell};
+use crate::domain::{TraceId, respell};
 
 /// A serialized response and what HTTP needs to pick its status.
 pub struct Answer {
@@ -118,7 +118,15 @@ async fn dispatch(
     let bad = |e: &BadParams| RpcError::protocol(INVALID_PARAMS, e.message.clone(), e.hint, trace);
     match method {
         Method::Initialize(params) => {
-            initialize(session, params, trace, app.settings().tool_names).map(Reply::Json)
+            // The same rule `tasks::launch` applies to this session's plain calls (an HTTP
+            // request's session remembers no client).
+            let client = session
+                .remembers_client()
+                .then_some(params.client_name.as_deref())
+                .flatten();
+            let waits = app.settings().plain_calls_wait(client);
+            let instructions = respell(instructions(waits), app.settings().tool_names).into_owned();
+            initialize(session, params, trace, instructions).map(Reply::Json)
         }
         Method::Ping => Ok(Reply::Json(json!({}))),
         Method::SetLevel(level) => {
@@ -174,7 +182,7 @@ fn initialize(
     session: &Session,
     params: &InitializeParams,
     trace: TraceId,
-    naming: ToolNaming,
+    instructions: String,
 ) -> Result<Value, RpcError> {
     let version = params.protocol_version.as_deref();
     if !version.is_some_and(is_supported_request) {
@@ -190,6 +198,9 @@ fn initialize(
         )
         .with_data("supported", json!([PROTOCOL_VERSION]))
         .with_data("requested", echoed));
+    }
+    if let Some(name) = &params.client_name {
+        session.set_client_name(name.clone());
     }
     if !session.mark_initialized(params.elicitation) {
         return Err(RpcError::protocol(
@@ -212,14 +223,24 @@ fn initialize(
             "version": env!("CARGO_PKG_VERSION"),
             "description": "CyberOS personas, workflows, audit log and skills as MCP tools"
         },
-        "instructions": respell(INSTRUCTIONS, naming)
+        "instructions": instructions
     }))
 }
 
-const INSTRUCTIONS: &str = "CyberOS tools. cyberos.cuo.route finds the persona and workflow for a request; \
+/// The server instructions, true for how this connection's plain calls of long tools end.
+fn instructions(plain_calls_wait: bool) -> &'static str {
+    if plain_calls_wait {
+        "CyberOS tools. cyberos.cuo.route finds the persona and workflow for a request; \
+cyberos.cuo.execute_workflow and cyberos.skill.invoke_skill are long-running: called plainly they return \
+their result when the run ends (send a progress token to follow it), or run as MCP tasks when the call \
+carries params.task. cyberos.memory.append_audit writes a permanent record and needs the user's confirmation."
+    } else {
+        "CyberOS tools. cyberos.cuo.route finds the persona and workflow for a request; \
 cyberos.cuo.execute_workflow and cyberos.skill.invoke_skill are long-running: called plainly they return \
 {task_id, status} at once (poll tasks/get, then tasks/result), or run as MCP tasks when the call carries \
-params.task. cyberos.memory.append_audit writes a permanent record and needs the user's confirmation.";
+params.task. cyberos.memory.append_audit writes a permanent record and needs the user's confirmation."
+    }
+}
 
 /// Whether a client's requested version gets a successful answer (CONTRACT §3): a known
 /// revision, or a well-formed date after ours (the client then decides).

@@ -19,6 +19,8 @@ use crate::app::telemetry::Parent;
 pub struct Session {
     initialized: AtomicBool,
     client_elicitation: AtomicBool,
+    /// `clientInfo.name` from `initialize` (stdio; HTTP requests carry none).
+    client_name: std::sync::OnceLock<String>,
     log_level: AtomicU8,
     inflight: Mutex<HashMap<RequestId, CancellationToken>>,
     outbound: mpsc::Sender<String>,
@@ -39,6 +41,7 @@ impl Session {
         Session {
             initialized: AtomicBool::new(false),
             client_elicitation: AtomicBool::new(false),
+            client_name: std::sync::OnceLock::new(),
             log_level: AtomicU8::new(1),
             inflight: Mutex::new(HashMap::new()),
             outbound,
@@ -100,6 +103,22 @@ impl Session {
                 .store(client_elicitation, Ordering::Release);
         }
         first
+    }
+
+    /// Records `clientInfo.name` (once).
+    pub fn set_client_name(&self, name: String) {
+        let _ = self.client_name.set(name);
+    }
+
+    /// Whether this session outlives one request, so what `initialize` said holds for the
+    /// calls after it (stdio); an HTTP request's session does not.
+    pub fn remembers_client(&self) -> bool {
+        self.network == "pipe"
+    }
+
+    /// `clientInfo.name`, when the client sent one in `initialize`.
+    pub fn client_name(&self) -> Option<&str> {
+        self.client_name.get().map(String::as_str)
     }
 
     /// Whether the client declared the `elicitation` capability.

@@ -18,7 +18,22 @@ pub enum LongRunning {
     Handle,
     /// With the final result.
     Wait,
+    /// With the final result for clients known not to poll tasks (`--wait-client`), with a
+    /// handle for the others.
+    Auto,
 }
+
+/// `clientInfo.name` of hosts that never poll tasks (nor let their model do it), as they
+/// send it: Claude Code and the Codex CLI (seen by tests/hosts), Claude Desktop, Cursor,
+/// VS Code, Windsurf. `--wait-client` adds names.
+pub const WAIT_CLIENTS: &[&str] = &[
+    "claude-code",
+    "codex-mcp-client",
+    "claude-ai",
+    "cursor-vscode",
+    "Visual Studio Code",
+    "windsurf-client",
+];
 
 /// How tools are named in `tools/list` (`--tool-names`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Deserialize)]
@@ -39,6 +54,21 @@ impl From<ToolNames> for crate::domain::ToolNaming {
     }
 }
 
+impl Settings {
+    /// Whether a plain call of a long-running tool from `client` (its `clientInfo.name`, if
+    /// known) waits for the result instead of answering with a task handle.
+    pub fn plain_calls_wait(&self, client: Option<&str>) -> bool {
+        match self.long_running {
+            LongRunning::Handle => false,
+            LongRunning::Wait => true,
+            LongRunning::Auto => client.is_some_and(|c| {
+                WAIT_CLIENTS.iter().any(|w| w.eq_ignore_ascii_case(c))
+                    || self.wait_clients.iter().any(|w| w.eq_ignore_ascii_case(c))
+            }),
+        }
+    }
+}
+
 /// Behaviour switches of the protocol layer.
 #[derive(Debug, Clone)]
 pub struct Settings {
@@ -46,6 +76,8 @@ pub struct Settings {
     pub tool_errors: ToolErrors,
     /// Plain-call behaviour of long-running tools.
     pub long_running: LongRunning,
+    /// More `clientInfo.name`s that get the final result under `LongRunning::Auto`.
+    pub wait_clients: Vec<String>,
     /// The spelling of tool names in listings and in every text that names a tool.
     pub tool_names: crate::domain::ToolNaming,
     /// Cap on one tenant's tasks running on this instance.
@@ -60,7 +92,8 @@ impl Default for Settings {
     fn default() -> Settings {
         Settings {
             tool_errors: ToolErrors::Jsonrpc,
-            long_running: LongRunning::Handle,
+            long_running: LongRunning::Auto,
+            wait_clients: Vec::new(),
             tool_names: crate::domain::ToolNaming::Dotted,
             max_tasks_per_tenant: crate::app::tasks::runner::DEFAULT_MAX_TASKS_PER_TENANT,
             max_stored_tasks_per_tenant: crate::domain::task::DEFAULT_MAX_STORED_PER_TENANT,

@@ -320,6 +320,7 @@ pub async fn app(config: &Config) -> Result<App, ConfigError> {
     let settings = Settings {
         tool_errors: config.tool_errors,
         long_running: config.long_running,
+        wait_clients: config.wait_clients.clone(),
         tool_names: config.tool_names,
         max_tasks_per_tenant: config.max_tasks_per_tenant,
         max_cuo_children: config.max_cuo_children,

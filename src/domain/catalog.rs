@@ -76,9 +76,11 @@ static EXECUTE_WORKFLOW: ToolSpec = ToolSpec {
         "cyberos_cuo_execute_workflow",
     ),
     title: "Run a CUO workflow",
-    description: "Run one persona's workflow with the given inputs. Long-running: returns a task handle \
-                  ({task_id, status}); poll it with tasks/get and fetch the result ({steps_executed, \
-                  final_artifacts}) when it completes.",
+    description: "Run one persona's workflow with the given inputs (see cyberos.cuo.list_workflows for each \
+                  workflow's input_schema). Long-running: a plain call returns the result ({steps_executed, \
+                  final_artifacts}) when the run ends, or a task handle ({task_id, status}) to poll with \
+                  tasks/get and tasks/result; the server's instructions say which for this connection. \
+                  With params.task it runs as an MCP task.",
     input_schema: include_str!("schemas/execute_workflow.in.json"),
     output_schema: None,
     effects: RUNS_WORK,
@@ -136,8 +138,10 @@ static INVOKE_SKILL: ToolSpec = ToolSpec {
     tool: Tool::InvokeSkill,
     name: ToolName::from_static("cyberos.skill.invoke_skill", "cyberos_skill_invoke_skill"),
     title: "Run a skill",
-    description: "Run a skill with the given inputs. Long-running: returns a task handle ({task_id, status}); \
-                  poll it with tasks/get and fetch the result ({output, artifacts}) when it completes.",
+    description: "Run a skill with the given inputs (see cyberos.skill.list_skills for its input_schema). \
+                  Long-running: a plain call returns the result ({output, artifacts}) when the run ends, or a \
+                  task handle ({task_id, status}) to poll with tasks/get and tasks/result; the server's \
+                  instructions say which for this connection. With params.task it runs as an MCP task.",
     input_schema: include_str!("schemas/invoke_skill.in.json"),
     output_schema: None,
     effects: RUNS_WORK,

@@ -201,7 +201,8 @@ pub struct Options {
     /// How fixable tool errors are sent: jsonrpc (default) or result.
     #[arg(long, global = true, env = "CYBEROS_TOOL_ERRORS", value_enum)]
     pub tool_errors: Option<ToolErrors>,
-    /// Plain calls of long-running tools: handle (default) or wait.
+    /// Plain calls of long-running tools: auto (default: wait for hosts known not to poll
+    /// tasks, a task handle for the others), handle, or wait.
     #[arg(long, global = true, env = "CYBEROS_LONG_RUNNING", value_enum)]
     pub long_running: Option<LongRunning>,
     /// Tool names in tools/list: dotted (default, `cyberos.cuo.route`) or underscore
@@ -209,6 +210,18 @@ pub struct Options {
     /// may use either spelling.
     #[arg(long, global = true, env = "CYBEROS_TOOL_NAMES", value_enum)]
     pub tool_names: Option<ToolNames>,
+    /// Another clientInfo.name whose plain calls wait under --long-running auto
+    /// (repeatable; the built-in list names Claude Code, Codex, Claude Desktop, Cursor,
+    /// VS Code and Windsurf).
+    #[arg(
+        long,
+        global = true,
+        env = "CYBEROS_WAIT_CLIENT",
+        value_name = "NAME",
+        value_delimiter = ','
+    )]
+    #[serde(default)]
+    pub wait_client: Vec<String>,
     /// Cap on one tenant's tasks running at once on this bridge (default 32).
     #[arg(
         long,
@@ -334,7 +347,7 @@ impl Options {
         macro_rules! fill_vec {
             ($($field:ident),*) => { $( if self.$field.is_empty() { self.$field = file.$field; } )* };
         }
-        fill_vec!(cors_origin, cuo_env, skills_dir);
+        fill_vec!(cors_origin, cuo_env, skills_dir, wait_client);
         self.dev |= file.dev;
         Ok(self)
     }

@@ -55,6 +55,8 @@ pub struct Config {
     pub tool_errors: ToolErrors,
     /// Long-running plain-call behaviour.
     pub long_running: LongRunning,
+    /// More clientInfo.names whose plain calls wait under `auto`.
+    pub wait_clients: Vec<String>,
     /// The spelling of tool names.
     pub tool_names: crate::domain::ToolNaming,
     /// Cap on one tenant's tasks running at once on this instance.
@@ -182,7 +184,8 @@ impl Config {
             memory_token_file: options.memory_token_file,
             skills_dirs,
             tool_errors: options.tool_errors.unwrap_or(ToolErrors::Jsonrpc),
-            long_running: options.long_running.unwrap_or(LongRunning::Handle),
+            long_running: options.long_running.unwrap_or(LongRunning::Auto),
+            wait_clients: options.wait_client,
             tool_names: options.tool_names.map(Into::into).unwrap_or_default(),
             max_tasks_per_tenant: at_least_one(
                 options.max_tasks_per_tenant,

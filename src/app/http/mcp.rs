@@ -25,7 +25,6 @@ use super::origin::Origin;
 use super::shared::Shared;
 use super::waits::{Hold, Refused};
 use super::{body, reply, sse};
-use crate::app::LongRunning;
 use crate::app::rpc::{
     CallParams, FrameError, INVALID_REQUEST, Incoming, Method, PROTOCOL_VERSION,
     Request as RpcRequest, RequestId, RpcError,
@@ -293,7 +292,8 @@ async fn request(
 /// Whether a plain `tools/call` waits for a long-running tool (`--long-running wait`):
 /// its deadline is the tool's own `timeout_s`, not the per-request timeout.
 fn waits_for_task(s: &Shared, call: &CallParams) -> bool {
-    s.app.settings().long_running == LongRunning::Wait
+    // Stateless HTTP knows no clientInfo: under `auto` its plain calls get a handle.
+    s.app.settings().plain_calls_wait(None)
         && call.task.is_none()
         && Tool::from_name(&call.name)
             .is_some_and(|t| t.spec().task_support == TaskSupport::Optional)

@@ -79,6 +79,8 @@ pub struct InitializeParams {
     pub protocol_version: Option<String>,
     /// Whether the client declared the `elicitation` capability.
     pub elicitation: bool,
+    /// `clientInfo.name`, clipped.
+    pub client_name: Option<String>,
 }
 
 /// The task a `tasks/get|result|cancel` names: the spec's `{taskId}` or the seed's `{id}`.
@@ -117,6 +119,10 @@ impl Method {
                 elicitation: params
                     .pointer("/capabilities/elicitation")
                     .is_some_and(Value::is_object),
+                client_name: params
+                    .pointer("/clientInfo/name")
+                    .and_then(Value::as_str)
+                    .map(|n| crate::lines::clip(n, 128).into_owned()),
             }),
             "ping" => Method::Ping,
             "logging/setLevel" => Method::SetLevel(level(params)),

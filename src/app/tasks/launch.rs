@@ -7,10 +7,10 @@ use serde_json::{Value, json};
 use super::run::{ProgressTarget, Work};
 use super::runner::NewRun;
 use super::wire::{spec_task, task_result};
+use crate::app::App;
 use crate::app::json::structured;
 use crate::app::rpc::CallParams;
 use crate::app::session::Session;
-use crate::app::{App, LongRunning};
 use crate::domain::task::{MAX_STORED_INPUT_BYTES, granted_ttl_ms, input_too_large};
 use crate::domain::{CallCtx, DomainError, JsonText, Timestamp, Tool};
 
@@ -31,7 +31,8 @@ pub async fn launch(
     // Progress belongs to its request and stops when the request is answered: a task
     // call's request lives as long as the task, a waiting call's until the result; a
     // plain call answered with a handle gets none.
-    let answered_now = call.task.is_none() && app.settings().long_running == LongRunning::Handle;
+    let waits = app.settings().plain_calls_wait(session.client_name());
+    let answered_now = call.task.is_none() && !waits;
     let progress = call
         .meta
         .get("progressToken")
@@ -67,12 +68,12 @@ pub async fn launch(
             "_meta": {"io.modelcontextprotocol/model-immediate-response": handle}
         }));
     }
-    match app.settings().long_running {
-        LongRunning::Handle => {
+    match waits {
+        false => {
             let handle = json!({"task_id": task.id.to_string(), "status": "running"});
             Ok(structured(handle))
         }
-        LongRunning::Wait => {
+        true => {
             let done = app.runner().wait_terminal(&task.tenant, task.id).await?;
             task_result(&done)
         }

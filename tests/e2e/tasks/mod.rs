@@ -6,6 +6,7 @@
 //! that end whatever befalls the store or the run (`ending`), two bridge instances on one
 //! store (`instances`), and down upstreams (`upstreams`).
 
+mod auto;
 mod cancel;
 mod caps;
 mod crash;
