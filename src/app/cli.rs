@@ -58,7 +58,11 @@ pub async fn run(config: Config, command: Option<Command>) -> i32 {
         Some(Command::CuoRunner { catalog, pace_ms }) => {
             crate::runner::run(crate::runner::RunnerOptions { catalog, pace_ms }).await
         }
-        Some(Command::Call { tool, args }) => call(&config, &tool, args.as_deref()).await,
+        Some(Command::Call {
+            tool,
+            args,
+            confirm,
+        }) => call(&config, &tool, args.as_deref(), confirm).await,
     }
 }
 
@@ -249,7 +253,7 @@ async fn check(config: &Config) -> i32 {
     if ok { EXIT_OK } else { EXIT_FAILED }
 }
 
-async fn call(config: &Config, tool: &str, args: Option<&str>) -> i32 {
+async fn call(config: &Config, tool: &str, args: Option<&str>, confirm: bool) -> i32 {
     let args: Value = match args.map(serde_json::from_str).transpose() {
         Ok(Some(v @ Value::Object(_))) => v,
         Ok(None) => json!({}),
@@ -279,7 +283,13 @@ async fn call(config: &Config, tool: &str, args: Option<&str>) -> i32 {
     let (tx, _rx) = tokio::sync::mpsc::channel(16);
     let session = Session::new(tx);
     session.mark_initialized(false);
-    let params = json!({ "name": tool, "arguments": args, "_meta": {} });
+    // The operator at the terminal is the user: `--confirm` is their confirmation.
+    let meta = if confirm {
+        json!({"com.cyberos/confirmed": true})
+    } else {
+        json!({})
+    };
+    let params = json!({ "name": tool, "arguments": args, "_meta": meta });
     let req = Request::new(RequestId::Int(1), "tools/call", &params);
     let answer = server::answer(&app, &session, req).await;
     let frame: Value = serde_json::from_str(&answer.frame).expect("frames are JSON");

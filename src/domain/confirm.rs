@@ -146,7 +146,8 @@ pub fn decide(
             ),
             "The bridge could not ask the user here; ask the user to approve this call, then \
              retry it with a confirmation token (the bridge's README says how to get one), or \
-             let the user run it from a host that shows the bridge's confirmation prompt.",
+             let the user run it themselves (`cyberos-mcp-bridge call <tool> '<arguments>' \
+             --confirm`) or from a host that shows the bridge's confirmation prompt.",
         )),
     }
 }

@@ -184,3 +184,31 @@ fn the_example_config_names_every_option_and_loads() {
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{out:?}");
 }
+
+#[test]
+fn call_confirm_is_the_operators_confirmation() {
+    let dir = tempfile::tempdir().unwrap();
+    let append = |confirm: bool| {
+        let mut cmd = Command::new(binary());
+        cmd.args(["--dev", "--data-dir"]).arg(dir.path()).args([
+            "call",
+            "cyberos.memory.append_audit",
+            r#"{"kind": "decision", "body": {"adr": 7}}"#,
+        ]);
+        if confirm {
+            cmd.arg("--confirm");
+        }
+        let out = cmd.output().unwrap();
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        (out.status.code(), v)
+    };
+    let (code, refused) = append(false);
+    assert_eq!(code, Some(1), "{refused}");
+    assert_eq!(refused["data"]["class"], "authz_denied", "{refused}");
+    let (code, receipt) = append(true);
+    assert_eq!(code, Some(0), "{receipt}");
+    assert!(
+        receipt["structuredContent"]["audit_id"].is_string(),
+        "{receipt}"
+    );
+}

@@ -71,6 +71,10 @@ pub enum Command {
         tool: String,
         /// Arguments as a JSON object (default {}).
         args: Option<String>,
+        /// You, at this terminal, confirm the call: for tools that need the user's
+        /// confirmation (cyberos.memory.append_audit).
+        #[arg(long)]
+        confirm: bool,
     },
 }
 
