@@ -69,7 +69,7 @@ async fn cuo_stderr_is_drained_whatever_it_writes() {
         started.elapsed(),
         tail(&s.log())
     );
-    let hwm_kib = peak_rss_kib(s.pid());
+    let hwm_kib = crate::support::peak_rss_kib(s.pid());
     assert!(
         hwm_kib < 60 * 1024,
         "peak RSS {hwm_kib} KiB: the long line was buffered"
@@ -86,15 +86,6 @@ async fn cuo_stderr_is_drained_whatever_it_writes() {
 fn tail(log: &str) -> String {
     let lines: Vec<&str> = log.lines().collect();
     lines[lines.len().saturating_sub(20)..].join("\n")
-}
-
-fn peak_rss_kib(pid: i32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap()
 }
 
 #[tokio::test]

@@ -3,13 +3,12 @@
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use tokio::sync::oneshot;
 
 use super::{LOCAL, start_task};
 use crate::support::assert_envelope;
 use crate::support::binary::paced;
 use crate::support::collector::{Collector, hex};
-use crate::support::http_server::{Server, open_stream, read, rpc};
+use crate::support::http_server::{Server, held_task_result, rpc};
 
 #[tokio::test]
 async fn sigterm_ends_waiting_streams_drains_and_exits_zero() {
@@ -17,23 +16,8 @@ async fn sigterm_ends_waiting_streams_drains_and_exits_zero() {
     let mut s = Server::start(&["--cuo-command", &paced]);
     let t = s.token(LOCAL, None);
     let id = start_task(&s, &t).await;
-    let (client, url) = (s.client.clone(), s.url("/mcp"));
-    let body = rpc(1, "tasks/result", json!({"taskId": id}));
-    let (head_tx, head) = oneshot::channel();
-    let waiting = tokio::spawn(async move {
-        let resp = open_stream(&client, url, &t, &body).await;
-        let _ = head_tx.send(resp.headers().get("content-type").cloned());
-        read(resp).await
-    });
     // Signal only once the server holds the waiting request: its SSE head is in.
-    let head = tokio::time::timeout(Duration::from_secs(10), head)
-        .await
-        .expect("the response head in time")
-        .unwrap();
-    assert_eq!(
-        head.as_ref().map(|v| v.as_bytes()),
-        Some(&b"text/event-stream"[..])
-    );
+    let waiting = held_task_result(&s, &t, &id).await;
     s.sigterm();
     let reply = tokio::time::timeout(Duration::from_secs(15), waiting)
         .await

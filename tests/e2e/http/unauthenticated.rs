@@ -39,15 +39,6 @@ async fn status_of(conn: &mut TcpStream, within: Duration) -> Option<String> {
     text.lines().next().map(str::to_owned)
 }
 
-fn peak_rss_kib(pid: i32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap()
-}
-
 #[tokio::test]
 async fn slow_unauthenticated_bodies_do_not_take_the_in_flight_slots() {
     let s = Server::start_env(&[], &[("CYBEROS_HTTP_MAX_INFLIGHT", "8")]);
@@ -111,7 +102,7 @@ async fn parallel_unauthenticated_large_bodies_are_not_buffered() {
     });
     let statuses = futures::future::join_all(sends).await;
     assert!(statuses.iter().flatten().all(|s| *s == 401), "{statuses:?}");
-    let hwm = peak_rss_kib(s.pid());
+    let hwm = crate::support::peak_rss_kib(s.pid());
     // Buffering them all (today: 140 MB in a debug build, 300+ MB reported) is far above this.
     assert!(hwm < 64 * 1024, "peak RSS {hwm} KiB");
 }

@@ -2,35 +2,11 @@
 //! hold no in-flight slot and only its own share of the wait pool, and its task calls
 //! count against its rate.
 
-use std::time::Duration;
-
 use serde_json::json;
-use tokio::sync::oneshot;
 
 use super::{LOCAL, OTHER, start_task};
 use crate::support::binary::paced;
-use crate::support::http_server::{Server, error_body, open_stream, read, rpc};
-
-/// Opens a `tasks/result` for `id` and returns once the server streams it (it waits).
-async fn wait_for(s: &Server, token: &str, id: &str) -> tokio::task::JoinHandle<u16> {
-    let (head_tx, head) = oneshot::channel();
-    let (client, url, t) = (s.client.clone(), s.url("/mcp"), token.to_owned());
-    let body = rpc(1, "tasks/result", json!({"taskId": id}));
-    let waiting = tokio::spawn(async move {
-        let resp = open_stream(&client, url, &t, &body).await;
-        let _ = head_tx.send(resp.headers().get("content-type").cloned());
-        read(resp).await.status
-    });
-    let head = tokio::time::timeout(Duration::from_secs(10), head)
-        .await
-        .expect("the response head in time")
-        .unwrap();
-    assert_eq!(
-        head.as_ref().map(|v| v.as_bytes()),
-        Some(&b"text/event-stream"[..])
-    );
-    waiting
-}
+use crate::support::http_server::{Server, error_body, held_task_result, rpc};
 
 #[tokio::test]
 async fn one_tenants_waits_neither_starve_others_nor_exceed_its_share() {
@@ -45,7 +21,10 @@ async fn one_tenants_waits_neither_starve_others_nor_exceed_its_share() {
     let b = s.token(OTHER, None);
     let id = start_task(&s, &a).await;
     // The first tenant fills its waits (as many as there are in-flight slots).
-    let held = [wait_for(&s, &a, &id).await, wait_for(&s, &a, &id).await];
+    let held = [
+        held_task_result(&s, &a, &id).await,
+        held_task_result(&s, &a, &id).await,
+    ];
     // Its next wait is refused, clearly, with when to retry.
     let refused = s
         .post(Some(&a), &rpc(7, "tasks/result", json!({"taskId": id})))
@@ -61,7 +40,7 @@ async fn one_tenants_waits_neither_starve_others_nor_exceed_its_share() {
     let list = s.post(Some(&b), &rpc(2, "tools/list", json!({}))).await;
     assert_eq!(list.status, 200, "{}", list.text);
     let own = start_task(&s, &b).await;
-    let other = wait_for(&s, &b, &own).await;
+    let other = held_task_result(&s, &b, &own).await;
     // So is the first tenant's own plain request.
     let get = s
         .post(Some(&a), &rpc(3, "tasks/get", json!({"taskId": id})))

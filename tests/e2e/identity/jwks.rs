@@ -100,13 +100,6 @@ fn jwks_keys_are_cached_by_kid_rotated_on_an_unknown_kid_and_kept_when_the_idp_i
     assert_eq!(server.fetches(), before + 1, "rate-limited");
 }
 
-/// Peak resident memory of a process, from /proc.
-fn vm_hwm_kib(pid: i32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    let line = status.lines().find(|l| l.starts_with("VmHWM:")).unwrap();
-    line.split_whitespace().nth(1).unwrap().parse().unwrap()
-}
-
 #[test]
 fn an_oversized_jwks_is_refused_after_reading_about_the_cap_without_buffering_it() {
     const TOTAL: usize = 96 << 20;
@@ -131,7 +124,7 @@ fn an_oversized_jwks_is_refused_after_reading_about_the_cap_without_buffering_it
             "{sent} bytes taken (declare_length {declare_length})"
         );
         // Buffering the body whole would take at least its 96 MiB.
-        let peak = vm_hwm_kib(b.bridge.pid());
+        let peak = crate::support::peak_rss_kib(b.bridge.pid());
         eprintln!("declare_length {declare_length}: {sent} bytes taken, peak RSS {peak} KiB");
         assert!(peak < 64 * 1024, "peak RSS {peak} KiB");
     }

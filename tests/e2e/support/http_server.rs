@@ -293,6 +293,28 @@ pub async fn open_stream(
         .expect("a response head")
 }
 
+/// Opens `tasks/result` for task `id` as `token` and returns once the server holds it (its
+/// `text/event-stream` head is in); the handle yields the whole reply when it ends.
+pub async fn held_task_result(s: &Server, token: &str, id: &str) -> tokio::task::JoinHandle<Reply> {
+    let (head_tx, head) = tokio::sync::oneshot::channel();
+    let (client, url, token) = (s.client.clone(), s.url("/mcp"), token.to_owned());
+    let body = rpc(1, "tasks/result", json!({"taskId": id}));
+    let waiting = tokio::spawn(async move {
+        let resp = open_stream(&client, url, &token, &body).await;
+        let _ = head_tx.send(resp.headers().get("content-type").cloned());
+        read(resp).await
+    });
+    let head = tokio::time::timeout(Duration::from_secs(10), head)
+        .await
+        .expect("the response head in time")
+        .unwrap();
+    assert_eq!(
+        head.as_ref().map(|v| v.as_bytes()),
+        Some(&b"text/event-stream"[..])
+    );
+    waiting
+}
+
 pub fn rpc(id: i64, method: &str, params: Value) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
 }

@@ -85,6 +85,32 @@ pub fn serve_http(app: axum::Router) -> std::net::SocketAddr {
 }
 
 /// Whether a process is running; zombies count as gone (/proc shows them as state Z).
+/// Writes the skill `name` into the skills dir `skills`: a SKILL.md saying `description`
+/// whose entrypoint is the executable shell `script`.
+pub fn script_skill(skills: &std::path::Path, name: &str, description: &str, script: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    let folder = skills.join(name);
+    std::fs::create_dir_all(&folder).unwrap();
+    std::fs::write(
+        folder.join("SKILL.md"),
+        format!("---\nname: {name}\ndescription: {description}\nentrypoint: run.sh\n---\nRun.\n"),
+    )
+    .unwrap();
+    let run = folder.join("run.sh");
+    std::fs::write(&run, script).unwrap();
+    std::fs::set_permissions(&run, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// Peak resident memory of process `pid` (`VmHWM` in /proc), in KiB.
+pub fn peak_rss_kib(pid: i32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap()
+}
+
 pub fn alive(pid: i32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
         !s.rsplit(')')

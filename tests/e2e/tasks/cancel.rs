@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use super::{ADR, args, get_seed, start, stores, wait_status};
 use crate::support::binary::Bridge;
 use crate::support::cuo_children::{recording_runner, wait_children, wait_gone};
-use crate::support::{alive, assert_envelope};
+use crate::support::{alive, assert_envelope, script_skill};
 
 /// Each workflow step of the cancelled run and its sibling takes this long, so a run
 /// cancelled after its first step still has about `2 * PACE_MS` of work left.
@@ -107,28 +107,16 @@ fn cancel_kills_the_runs_child_and_the_run_never_finishes() {
 /// A skill whose entrypoint starts a grandchild and records both pids.
 pub(super) fn spawning_skill(dir: &Path) -> PathBuf {
     let skills = dir.join("skills");
-    let folder = skills.join("spawner");
-    std::fs::create_dir_all(&folder).unwrap();
-    let pids = dir.join("pids");
-    std::fs::write(
-        folder.join("SKILL.md"),
-        "---\nname: spawner\ndescription: Starts a background process and waits.\nentrypoint: run.sh\n---\nSpawn.\n",
-    )
-    .unwrap();
     let script = format!(
         "#!/bin/sh\nsleep 300 &\necho \"$$ $!\" > '{}'\nwait\n",
-        pids.display()
+        dir.join("pids").display()
     );
-    std::fs::write(folder.join("run.sh"), script).unwrap();
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(
-            folder.join("run.sh"),
-            std::fs::Permissions::from_mode(0o755),
-        )
-        .unwrap();
-    }
+    script_skill(
+        &skills,
+        "spawner",
+        "Starts a background process and waits.",
+        &script,
+    );
     skills
 }
 

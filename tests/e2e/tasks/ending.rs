@@ -29,6 +29,7 @@ use crate::support::binary::{Bridge, paced};
 use crate::support::fakes::{
     Behaviour, InMemoryAudit, InMemoryLedger, PanickingWorkflows, StaticSkills,
 };
+use crate::support::script_skill;
 use crate::support::tcp_proxy::Proxy;
 
 /// How long the store stays unavailable while a run's outcome waits for it.
@@ -40,27 +41,8 @@ const ENDS_WITHIN: Duration = Duration::from_secs(25);
 /// moment after it starts, writing nothing to the store meanwhile.
 fn sleeper_skill(dir: &Path, secs: u32) -> PathBuf {
     let skills = dir.join("skills");
-    let folder = skills.join("sleeper");
-    std::fs::create_dir_all(&folder).unwrap();
-    std::fs::write(
-        folder.join("SKILL.md"),
-        "---\nname: sleeper\ndescription: Sleeps, then answers.\nentrypoint: run.sh\n---\nSleep.\n",
-    )
-    .unwrap();
-    std::fs::write(
-        folder.join("run.sh"),
-        format!("#!/bin/sh\nsleep {secs}\necho slept\n"),
-    )
-    .unwrap();
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(
-            folder.join("run.sh"),
-            std::fs::Permissions::from_mode(0o755),
-        )
-        .unwrap();
-    }
+    let script = format!("#!/bin/sh\nsleep {secs}\necho slept\n");
+    script_skill(&skills, "sleeper", "Sleeps, then answers.", &script);
     skills
 }
 

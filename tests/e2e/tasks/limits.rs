@@ -2,15 +2,14 @@
 //! `input_schema`) before a task exists, its result has a size cap, and a tenant keeps a
 //! bounded number of tasks.
 
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
 use super::{dev_args, dev_token, stores};
-use crate::support::assert_envelope;
 use crate::support::binary::Bridge;
+use crate::support::{assert_envelope, script_skill};
 
 /// A skills dir with `echo` (prints `{}`) and `flood` (prints a million `"`, which is not
 /// JSON: its result is that text as a JSON string of about 2 MB).
@@ -23,21 +22,7 @@ fn skills(dir: &Path) -> PathBuf {
             "#!/bin/sh\nhead -c 1000000 /dev/zero | tr '\\0' '\"'\n",
         ),
     ] {
-        let folder = root.join(name);
-        std::fs::create_dir_all(&folder).unwrap();
-        std::fs::write(
-            folder.join("SKILL.md"),
-            format!(
-                "---\nname: {name}\ndescription: A test skill.\nentrypoint: run.sh\n---\nRun.\n"
-            ),
-        )
-        .unwrap();
-        std::fs::write(folder.join("run.sh"), script).unwrap();
-        std::fs::set_permissions(
-            folder.join("run.sh"),
-            std::fs::Permissions::from_mode(0o755),
-        )
-        .unwrap();
+        script_skill(&root, name, "A test skill.", script);
     }
     root
 }
