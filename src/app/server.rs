@@ -118,12 +118,14 @@ async fn dispatch(
     let bad = |e: &BadParams| RpcError::protocol(INVALID_PARAMS, e.message.clone(), e.hint, trace);
     match method {
         Method::Initialize(params) => {
-            // The same rule `tasks::launch` applies to this session's plain calls (an HTTP
-            // request's session remembers no client).
-            let client = session
-                .remembers_client()
-                .then_some(params.client_name.as_deref())
-                .flatten();
+            // The same rule `tasks::launch` applies to this session's plain calls: on HTTP
+            // the later requests carry only their User-Agent, never this clientInfo.
+            let client = session.client_name().or_else(|| {
+                session
+                    .remembers_client()
+                    .then_some(params.client_name.as_deref())
+                    .flatten()
+            });
             let waits = app.settings().plain_calls_wait(client);
             let instructions = respell(instructions(waits), app.settings().tool_names).into_owned();
             initialize(session, params, trace, instructions).map(Reply::Json)

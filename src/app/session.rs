@@ -19,7 +19,8 @@ use crate::app::telemetry::Parent;
 pub struct Session {
     initialized: AtomicBool,
     client_elicitation: AtomicBool,
-    /// `clientInfo.name` from `initialize` (stdio; HTTP requests carry none).
+    /// `clientInfo.name` from `initialize` (stdio), or the `User-Agent` product of an HTTP
+    /// request (whose later requests carry no `clientInfo`).
     client_name: std::sync::OnceLock<String>,
     log_level: AtomicU8,
     inflight: Mutex<HashMap<RequestId, CancellationToken>>,
@@ -59,10 +60,14 @@ impl Session {
         outbound: mpsc::Sender<String>,
         principal: crate::domain::Principal,
         initialize: bool,
+        user_agent_product: Option<&str>,
     ) -> Session {
         let mut s = Session::new(outbound);
         s.principal = Some(principal);
         s.network = "tcp";
+        if let Some(product) = user_agent_product {
+            s.set_client_name(product.to_owned());
+        }
         if !initialize {
             s.mark_initialized(false);
         }
@@ -116,7 +121,8 @@ impl Session {
         self.network == "pipe"
     }
 
-    /// `clientInfo.name`, when the client sent one in `initialize`.
+    /// The client's name: `clientInfo.name` from `initialize` on stdio, the `User-Agent`
+    /// product on HTTP.
     pub fn client_name(&self) -> Option<&str> {
         self.client_name.get().map(String::as_str)
     }

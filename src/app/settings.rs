@@ -23,9 +23,10 @@ pub enum LongRunning {
     Auto,
 }
 
-/// `clientInfo.name` of hosts that never poll tasks (nor let their model do it), as they
-/// send it: Claude Code and the Codex CLI (seen by tests/hosts), Claude Desktop, Cursor,
-/// VS Code, Windsurf. `--wait-client` adds names.
+/// Names of hosts that never poll tasks (nor let their model do it), as they send them in
+/// `clientInfo.name` and as the product of their HTTP `User-Agent`: Claude Code and the
+/// Codex CLI (both seen by tests/hosts), Claude Desktop, Cursor, VS Code, Windsurf.
+/// `--wait-client` adds names.
 pub const WAIT_CLIENTS: &[&str] = &[
     "claude-code",
     "codex-mcp-client",

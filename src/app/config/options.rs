@@ -214,9 +214,9 @@ pub struct Options {
     /// may use either spelling.
     #[arg(long, global = true, env = "CYBEROS_TOOL_NAMES", value_enum)]
     pub tool_names: Option<ToolNames>,
-    /// Another clientInfo.name whose plain calls wait under --long-running auto
-    /// (repeatable; the built-in list names Claude Code, Codex, Claude Desktop, Cursor,
-    /// VS Code and Windsurf).
+    /// Another client whose plain calls wait under --long-running auto: its clientInfo.name
+    /// (stdio) or User-Agent product (HTTP) (repeatable; the built-in list names Claude
+    /// Code, Codex, Claude Desktop, Cursor, VS Code and Windsurf).
     #[arg(
         long,
         global = true,

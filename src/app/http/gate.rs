@@ -49,6 +49,15 @@ pub fn admit(policy: &OriginPolicy, origin: Origin, headers: &HeaderMap) -> Opti
     None
 }
 
+/// The client's product name from `User-Agent` (the token before its first `/` or space,
+/// e.g. `claude-code` in `claude-code/2.1.332 (sdk-cli)`): stateless HTTP carries no
+/// `clientInfo` after `initialize`, and hosts name themselves here the same way.
+pub fn user_agent_product(headers: &HeaderMap) -> Option<&str> {
+    let ua = headers.get(axum::http::header::USER_AGENT)?.to_str().ok()?;
+    let product = ua.trim_start().split(['/', ' ']).next()?;
+    (!product.is_empty() && product.len() <= 64).then_some(product)
+}
+
 /// The media types a client accepts for the response.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Accept {
@@ -175,5 +184,27 @@ mod tests {
         );
         assert_eq!(bearer_token(&headers(&[(auth.clone(), "Basic abc")])), None);
         assert_eq!(bearer_token(&headers(&[(auth, "Bearer ")])), None);
+    }
+
+    #[test]
+    fn the_user_agent_product_is_its_first_token() {
+        let ua = axum::http::header::USER_AGENT;
+        let product = |v: &str| user_agent_product(&headers(&[(ua.clone(), v)])).map(str::to_owned);
+        assert_eq!(
+            product("claude-code/2.1.332 (sdk-cli)").as_deref(),
+            Some("claude-code")
+        );
+        assert_eq!(
+            product("codex-mcp-client/0.171.0").as_deref(),
+            Some("codex-mcp-client")
+        );
+        assert_eq!(product("node").as_deref(), Some("node"));
+        assert_eq!(
+            product(" python-httpx/0.28").as_deref(),
+            Some("python-httpx")
+        );
+        assert_eq!(product("/1.0"), None);
+        assert_eq!(product(&"x".repeat(65)), None);
+        assert_eq!(user_agent_product(&HeaderMap::new()), None);
     }
 }

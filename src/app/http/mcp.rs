@@ -170,11 +170,14 @@ async fn post(
                 request_trace(),
             ),
         ),
-        Ok(Incoming::Request(req)) => request(s, accept, principal, req, parent, permit).await,
+        Ok(Incoming::Request(req)) => {
+            let client = gate::user_agent_product(headers);
+            request(s, accept, principal, client, req, parent, permit).await
+        }
         Ok(other) => {
             // Notifications and responses: accepted; nothing is sent back on this POST.
             let (tx, _) = mpsc::channel(1);
-            let session = Session::stateless(tx, principal, false);
+            let session = Session::stateless(tx, principal, false, None);
             let _ = server::handle(&s.app, &session, other).await;
             let mut resp = Response::new(Body::empty());
             *resp.status_mut() = StatusCode::ACCEPTED;
@@ -225,6 +228,7 @@ async fn request(
     s: &Shared,
     accept: Accept,
     principal: Principal,
+    client: Option<&str>,
     req: RpcRequest,
     parent: Option<telemetry::Parent>,
     permit: OwnedSemaphorePermit,
@@ -236,7 +240,11 @@ async fn request(
         Method::ToolsCall(params) => {
             let call = params.as_ref().ok();
             let progress = call.is_some_and(|c| c.progress_token().is_some());
-            (true, progress, call.is_some_and(|c| waits_for_task(s, c)))
+            (
+                true,
+                progress,
+                call.is_some_and(|c| waits_for_task(s, client, c)),
+            )
         }
         Method::TasksResult(_) => (true, true, true),
         Method::TasksGet(_) | Method::TasksList(_) | Method::TasksCancel(_) => (true, false, false),
@@ -263,7 +271,7 @@ async fn request(
     let initialize = matches!(req.method, Method::Initialize(_));
     let discover = matches!(req.method, Method::Discover);
     let (tx, outbound) = mpsc::channel(OUTBOUND);
-    let session = Session::stateless(tx, principal, initialize).with_traceparent(parent);
+    let session = Session::stateless(tx, principal, initialize, client).with_traceparent(parent);
     let app = s.app.clone();
     let mut work: Work = Box::pin(async move {
         AssertUnwindSafe(server::answer(&app, &session, req))
@@ -289,11 +297,11 @@ async fn request(
     json_answer(s, &id, discover, outcome)
 }
 
-/// Whether a plain `tools/call` waits for a long-running tool (`--long-running wait`):
-/// its deadline is the tool's own `timeout_s`, not the per-request timeout.
-fn waits_for_task(s: &Shared, call: &CallParams) -> bool {
-    // Stateless HTTP knows no clientInfo: under `auto` its plain calls get a handle.
-    s.app.settings().plain_calls_wait(None)
+/// Whether a plain `tools/call` waits for a long-running tool (`--long-running wait`, or
+/// `auto` for a User-Agent product of a host that never polls tasks): its deadline is the
+/// tool's own `timeout_s`, not the per-request timeout.
+fn waits_for_task(s: &Shared, client: Option<&str>, call: &CallParams) -> bool {
+    s.app.settings().plain_calls_wait(client)
         && call.task.is_none()
         && Tool::from_name(&call.name)
             .is_some_and(|t| t.spec().task_support == TaskSupport::Optional)

@@ -42,6 +42,16 @@ impl Reply {
         self.headers.get(name).and_then(|v| v.to_str().ok())
     }
 
+    /// The JSON-RPC frame answering the request: the body, or the last SSE event.
+    pub fn frame(&self) -> Value {
+        if self.header("content-type") == Some("text/event-stream") {
+            let events = self.events();
+            serde_json::from_str(&events.last().expect("an event").1).unwrap()
+        } else {
+            self.json()
+        }
+    }
+
     /// The SSE events as (id, data).
     pub fn events(&self) -> Vec<(String, String)> {
         assert_eq!(self.header("content-type"), Some("text/event-stream"));
@@ -208,12 +218,7 @@ impl Server {
                 &json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}),
             )
             .await;
-        let frame = if reply.header("content-type") == Some("text/event-stream") {
-            let events = reply.events();
-            serde_json::from_str(&events.last().unwrap().1).unwrap()
-        } else {
-            reply.json()
-        };
+        let frame = reply.frame();
         let task = params.get("task").is_some();
         check_frame(&frame, Some(method), task);
         frame

@@ -1,11 +1,14 @@
 //! `--long-running auto` (the default): a plain call of a long tool waits for the result
 //! when the client is a host known not to poll tasks, and answers with a task handle for
-//! any other client (seed criterion 4); the instructions say which.
+//! any other client (seed criterion 4); the instructions say which. On stdio the client is
+//! `clientInfo.name`; on stateless HTTP it is the `User-Agent` product.
 
 use serde_json::{Value, json};
 
 use super::ADR;
 use crate::support::binary::{Bridge, paced};
+use crate::support::http_server::{Server, rpc};
+use crate::support::schema::check_frame;
 
 /// A bridge initialized by a client calling itself `client`; returns it and the
 /// instructions it was given.
@@ -61,4 +64,56 @@ fn explicit_modes_and_added_clients_decide_alike() {
     );
     assert!(!instructions.contains("poll tasks/get"), "{instructions}");
     assert_eq!(plain_call(&mut b)["steps_executed"], 3);
+}
+
+/// Over HTTP the hosts name themselves in `User-Agent` as they do in `clientInfo`
+/// (tests/hosts saw `claude-code/2.1.332 (sdk-cli)` and `codex-mcp-client/0.171.0`).
+#[tokio::test]
+async fn over_http_the_user_agent_names_the_host() {
+    // A run (3 steps of 300 ms) outlasts the per-request timeout: a wait is bounded by
+    // the tool's own timeout instead.
+    let s = Server::start(&[
+        "--cuo-command",
+        &paced(300),
+        "--http-request-timeout-ms",
+        "500",
+    ]);
+    let token = s.token(crate::identity::TENANT_A, None);
+    let as_agent = async |agent: &str, method: &str, params: Value| {
+        let reply = s
+            .post_with(
+                Some(&token),
+                rpc(1, method, params).to_string(),
+                &[("user-agent", agent)],
+            )
+            .await;
+        let frame = reply.frame();
+        check_frame(&frame, Some(method), false);
+        frame
+    };
+    let init = json!({"protocolVersion": "2025-11-25", "capabilities": {},
+                      "clientInfo": {"name": "claude-code", "version": "1"}});
+    let call = json!({"name": "cyberos.cuo.execute_workflow", "arguments": ADR()});
+    for agent in ["claude-code/2.1.332 (sdk-cli)", "codex-mcp-client/0.171.0"] {
+        let told = as_agent(agent, "initialize", init.clone()).await;
+        let instructions = told["result"]["instructions"].as_str().unwrap();
+        assert!(
+            instructions.contains("their result when the run ends"),
+            "{agent}: {instructions}"
+        );
+        let out = as_agent(agent, "tools/call", call.clone()).await;
+        assert_eq!(
+            out["result"]["structuredContent"]["steps_executed"], 3,
+            "{agent}: {out}"
+        );
+    }
+    // clientInfo alone does not count over HTTP: the calls after initialize carry none.
+    let told = as_agent("node", "initialize", init).await;
+    let instructions = told["result"]["instructions"].as_str().unwrap();
+    assert!(instructions.contains("poll tasks/get"), "{instructions}");
+    let out = as_agent("node", "tools/call", call).await;
+    assert_eq!(
+        out["result"]["structuredContent"]["status"], "running",
+        "{out}"
+    );
 }
