@@ -3,20 +3,22 @@
 
 use std::time::Duration;
 
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches};
 use tracing_subscriber::Layer;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 
 use cyberos_mcp_bridge::app::cli::{self, EXIT_USAGE};
-use cyberos_mcp_bridge::app::config::{Cli, Command, Config, LogFormat, Transport};
+use cyberos_mcp_bridge::app::config::{Cli, Command, Config, LogFormat, Sources, Transport};
 use cyberos_mcp_bridge::app::{telemetry, wiring};
 
 /// How long the last spans may take to reach the collector on the way out.
 const FLUSH_WAIT: Duration = Duration::from_secs(2);
 
 fn main() {
-    let cli = Cli::parse();
+    let matches = Cli::command().get_matches();
+    let mut cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    cli.options.sources = Sources::from_matches(&matches);
     let config = match cli.options.merge_file().and_then(Config::resolve) {
         Ok(config) => config,
         Err(e) => usage_error(&e),

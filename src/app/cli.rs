@@ -53,7 +53,7 @@ pub async fn run(config: Config, command: Option<Command>) -> i32 {
                 }
             }
         }
-        Some(Command::Check) => check(&config).await,
+        Some(Command::Check { json }) => crate::app::doctor::check(&config, json).await,
         Some(Command::Migrate) => migrate(&config).await,
         Some(Command::CuoRunner { catalog, pace_ms }) => {
             crate::runner::run(crate::runner::RunnerOptions { catalog, pace_ms }).await
@@ -211,46 +211,6 @@ async fn migrate(config: &Config) -> i32 {
             EXIT_FAILED
         }
     }
-}
-
-async fn check(config: &Config) -> i32 {
-    let ports = match wiring::ports(config).await {
-        Ok(ports) => ports,
-        Err(e) => {
-            println!("FAIL  task store: {e}");
-            return EXIT_FAILED;
-        }
-    };
-    let mut ok = true;
-    let mut line = |name: &str, result: Result<(), String>| {
-        match &result {
-            Ok(()) => println!("ok    {name}"),
-            Err(why) => println!("FAIL  {name}: {why}"),
-        }
-        ok &= result.is_ok();
-    };
-    line("config", Ok(()));
-    line(
-        "identity",
-        wiring::identity(config)
-            .map(|_| ())
-            .map_err(|e| e.to_string()),
-    );
-    // The operator's own terminal: the underlying cause is shown, unlike in client errors.
-    let describe = |e: crate::domain::DomainError| match std::error::Error::source(&e) {
-        Some(cause) => format!("{e} ({cause})"),
-        None => format!("{e}. {}", e.hint()),
-    };
-    line("task store", ports.tasks.check().await.map_err(describe));
-    line("cuo", ports.cuo.check().await.map_err(describe));
-    line("memory", ports.memory.check().await.map_err(describe));
-    if config.skills_dirs.is_empty() {
-        line("skills", Ok(()));
-        println!("      (no skills directory: pass --skills-dir)");
-    } else {
-        line("skills", ports.skills.check().await.map_err(describe));
-    }
-    if ok { EXIT_OK } else { EXIT_FAILED }
 }
 
 async fn call(config: &Config, tool: &str, args: Option<&str>, confirm: bool) -> i32 {

@@ -4,6 +4,7 @@
 
 pub mod cli;
 pub mod config;
+pub mod doctor;
 pub mod http;
 pub mod identity;
 pub mod json;

@@ -1,7 +1,9 @@
 //! The behaviour switches of the protocol layer.
 
 /// How `tools/call` failures of the fixable classes reach the client.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Deserialize, serde::Serialize,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum ToolErrors {
     /// As JSON-RPC errors with the envelope (default).
@@ -11,7 +13,9 @@ pub enum ToolErrors {
 }
 
 /// How plain (non-task) calls of long-running tools answer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Deserialize, serde::Serialize,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum LongRunning {
     /// At once, with a task handle.
@@ -37,7 +41,9 @@ pub const WAIT_CLIENTS: &[&str] = &[
 ];
 
 /// How tools are named in `tools/list` (`--tool-names`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Deserialize, serde::Serialize,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum ToolNames {
     /// The seed's names: `cyberos.cuo.route`.

@@ -160,6 +160,29 @@ fn create_private_dir(dir: &std::path::Path) -> std::io::Result<()> {
 /// When no key source is configured (and no `--dev`), or a key cannot be loaded.
 pub fn identity(config: &Config) -> Result<Identity, ConfigError> {
     let id = &config.identity;
+    let (issuers, dev_token) = issuers(config)?;
+    let env_token = std::env::var("CYBEROS_TOKEN")
+        .ok()
+        .filter(|t| !t.trim().is_empty());
+    let stdio = match (&id.token_file, env_token, dev_token) {
+        (Some(path), _, _) => StdioToken::File(path.clone()),
+        (None, Some(token), _) => StdioToken::Literal(token.trim().to_owned()),
+        (None, None, Some(token)) => StdioToken::Literal(token),
+        (None, None, None) => StdioToken::None,
+    };
+    Ok(Identity::new(
+        Arc::new(JwtVerifier::new(issuers, id.audience.clone())),
+        stdio,
+    ))
+}
+
+/// The issuers whose tokens verify (the dev key, a PEM key, a JWKS), and the `--dev`
+/// token when there is a dev key.
+///
+/// # Errors
+/// When no key source is configured or one cannot be read.
+pub fn issuers(config: &Config) -> Result<(Vec<Issuer>, Option<String>), ConfigError> {
+    let id = &config.identity;
     let mut issuers = Vec::new();
     let mut dev_token = None;
     if id.dev {
@@ -190,19 +213,7 @@ pub fn identity(config: &Config) -> Result<Identity, ConfigError> {
                 .into(),
         ));
     }
-    let env_token = std::env::var("CYBEROS_TOKEN")
-        .ok()
-        .filter(|t| !t.trim().is_empty());
-    let stdio = match (&id.token_file, env_token, dev_token) {
-        (Some(path), _, _) => StdioToken::File(path.clone()),
-        (None, Some(token), _) => StdioToken::Literal(token.trim().to_owned()),
-        (None, None, Some(token)) => StdioToken::Literal(token),
-        (None, None, None) => StdioToken::None,
-    };
-    Ok(Identity::new(
-        Arc::new(JwtVerifier::new(issuers, id.audience.clone())),
-        stdio,
-    ))
+    Ok((issuers, dev_token))
 }
 
 /// Lifetime of the `--dev` token: 30 days.

@@ -6,6 +6,7 @@ mod cuo;
 mod cuo_runner;
 mod data_dir;
 mod dispatch;
+mod doctor;
 mod hardening;
 mod http;
 mod identity;

@@ -118,6 +118,16 @@ impl Jwks {
         }
     }
 
+    /// The JWKS URL.
+    pub(super) fn url(&self) -> &str {
+        self.inner.url.as_str()
+    }
+
+    /// Fetches the set now, bypassing the cache (for `check`).
+    pub(super) async fn fetch_now(&self) -> Result<Vec<VerifyingKey>, String> {
+        self.inner.fetch().await.map(|(keys, _)| keys)
+    }
+
     /// Starts the refresh timer once, on the runtime of the first verification; it ends
     /// when the verifier is dropped.
     fn start_timer(&self) {

@@ -7,6 +7,7 @@
 //! serving while the identity provider is down. `jku`/`x5u` headers are ignored;
 //! symmetric and encryption (`use: enc`) JWKs are skipped.
 
+mod describe;
 mod jwks;
 mod keys;
 
@@ -18,6 +19,7 @@ use crate::domain::{DomainError, Principal, Scope, TenantId, Timestamp, TokenRej
 use crate::ports::TokenVerifier;
 use jwks::Jwks;
 
+pub use describe::KeyInfo;
 pub use jwks::{REFETCH_EVERY, REFRESH_DEFAULT, REFRESH_MAX, REFRESH_MIN};
 pub use keys::VerifyingKey;
 

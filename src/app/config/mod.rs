@@ -6,7 +6,9 @@ mod error;
 mod options;
 mod otel;
 mod resolve;
+mod sources;
 
 pub use error::ConfigError;
 pub use options::{Cli, Command, LogFormat, Options, Transport};
 pub use resolve::{Config, HttpLimitOptions, IdentityConfig};
+pub use sources::{Source, Sources};

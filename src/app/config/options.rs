@@ -7,6 +7,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use serde::Deserialize;
 
 use super::error::ConfigError;
+use super::sources::Source;
 use crate::app::{LongRunning, ToolErrors, ToolNames};
 
 /// The command line.
@@ -30,8 +31,14 @@ pub struct Cli {
 pub enum Command {
     /// Print the tools/list result as JSON.
     Tools,
-    /// Check configuration, store and upstreams; exit 0 when all are fine, 1 otherwise.
-    Check,
+    /// Check the configuration (printed with where each value came from), the HTTP
+    /// options and listen address, the keys, the store and upstreams; exit 0 when all are
+    /// fine, 1 otherwise.
+    Check {
+        /// Print one JSON object instead of text.
+        #[arg(long)]
+        json: bool,
+    },
     /// Run the bundled reference CUO runner on stdin/stdout (the default --cuo-command).
     CuoRunner {
         /// Load persona JSON files from this directory instead of the bundled catalogue.
@@ -79,7 +86,7 @@ pub enum Command {
 }
 
 /// Transports.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Deserialize, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Transport {
     /// One JSON-RPC message per line on stdin/stdout.
@@ -89,7 +96,7 @@ pub enum Transport {
 }
 
 /// Log formats.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Deserialize, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum LogFormat {
     /// Human-readable lines.
@@ -298,6 +305,10 @@ pub struct Options {
     /// Log format on stderr: text (default) or json.
     #[arg(long, global = true, env = "CYBEROS_LOG_FORMAT", value_enum)]
     pub log_format: Option<LogFormat>,
+    /// Where each value came from (set by `main` from clap's matches, and by `merge_file`).
+    #[arg(skip)]
+    #[serde(skip)]
+    pub sources: super::Sources,
 }
 
 impl Options {
@@ -315,7 +326,10 @@ impl Options {
         let file: Options = toml::from_str(&text)
             .map_err(|e| ConfigError(format!("bad config file {}: {e}", path.display())))?;
         macro_rules! fill {
-            ($($field:ident),*) => { $( if self.$field.is_none() { self.$field = file.$field; } )* };
+            ($($field:ident),*) => { $( if self.$field.is_none() && file.$field.is_some() {
+                self.$field = file.$field;
+                self.sources.set(stringify!($field), Source::File);
+            } )* };
         }
         fill!(
             transport,
@@ -349,10 +363,16 @@ impl Options {
             log_format
         );
         macro_rules! fill_vec {
-            ($($field:ident),*) => { $( if self.$field.is_empty() { self.$field = file.$field; } )* };
+            ($($field:ident),*) => { $( if self.$field.is_empty() && !file.$field.is_empty() {
+                self.$field = file.$field;
+                self.sources.set(stringify!($field), Source::File);
+            } )* };
         }
         fill_vec!(cors_origin, cuo_env, skills_dir, wait_client);
-        self.dev |= file.dev;
+        if !self.dev && file.dev {
+            self.dev = true;
+            self.sources.set("dev", Source::File);
+        }
         Ok(self)
     }
 }

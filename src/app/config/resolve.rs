@@ -73,6 +73,10 @@ pub struct Config {
     pub otlp_endpoint: Option<String>,
     /// Identity settings.
     pub identity: IdentityConfig,
+    /// Where each option's value came from.
+    pub sources: super::Sources,
+    /// `--config`, when given.
+    pub config_file: Option<PathBuf>,
 }
 
 /// How tokens are obtained and verified.
@@ -222,6 +226,8 @@ impl Config {
                     .jwt_audience
                     .unwrap_or_else(|| "cyberos-mcp-bridge".into()),
             },
+            sources: options.sources,
+            config_file: options.config,
         })
     }
 }

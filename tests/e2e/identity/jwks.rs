@@ -53,7 +53,7 @@ impl JwksBridge {
 }
 
 /// The JWK of `key_file`'s public key with `kid`, as a one-key set.
-pub(super) fn jwk(key_file: &str, kid: &str) -> Value {
+pub(crate) fn jwk(key_file: &str, kid: &str) -> Value {
     let mut jwk = Jwk::from_encoding_key(
         &EncodingKey::from_rsa_pem(&key(key_file)).unwrap(),
         Algorithm::RS256,

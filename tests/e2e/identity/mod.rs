@@ -7,7 +7,7 @@
 mod confirmation;
 mod confirmation_claims;
 mod dev;
-mod jwks;
+pub(crate) mod jwks;
 mod jwks_refresh;
 mod tokens;
 

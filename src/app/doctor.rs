@@ -1,0 +1,333 @@
+//! `check`, the doctor: the resolved configuration with where each value came from, then
+//! one line per part the bridge needs (HTTP options and the listen address, the keys that
+//! verify tokens, the task store, CUO, memory, skills); `--json` prints the same as one
+//! object. Exit 0 when every part is fine, 1 otherwise.
+
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use crate::app::cli::{EXIT_FAILED, EXIT_OK};
+use crate::app::config::{Config, Source, Transport};
+use crate::app::http::{HttpSettings, Limits};
+use crate::app::wiring;
+use crate::domain::ToolNaming;
+
+/// One checked part.
+#[derive(Debug, Serialize)]
+struct Check {
+    name: &'static str,
+    ok: bool,
+    detail: String,
+}
+
+/// One resolved option.
+#[derive(Debug, Serialize)]
+struct Setting {
+    key: &'static str,
+    value: Value,
+    source: Source,
+}
+
+/// Runs every check and prints the report; returns the exit code.
+pub async fn check(config: &Config, as_json: bool) -> i32 {
+    let settings = resolved(config);
+    let mut checks = vec![Check {
+        name: "config",
+        ok: true,
+        detail: match &config.config_file {
+            Some(path) => format!("resolved (file {})", path.display()),
+            None => "resolved (flags, environment, defaults)".into(),
+        },
+    }];
+    checks.push(http(config).await);
+    checks.extend(identity(config).await);
+    checks.extend(upstreams(config).await);
+    let ok = checks.iter().all(|c| c.ok);
+    if as_json {
+        let config: serde_json::Map<String, Value> = settings
+            .iter()
+            .map(|s| {
+                (
+                    s.key.to_owned(),
+                    json!({"value": s.value, "source": s.source}),
+                )
+            })
+            .collect();
+        let report = json!({"ok": ok, "config": config, "checks": checks});
+        println!("{report:#}");
+    } else {
+        println!("configuration:");
+        let width = settings.iter().map(|s| s.key.len()).max().unwrap_or(0);
+        for s in &settings {
+            let source = match s.source {
+                Source::Env if s.key == "otlp-endpoint" => "env OTEL_EXPORTER_OTLP_*".into(),
+                Source::Env => format!("env CYBEROS_{}", s.key.to_uppercase().replace('-', "_")),
+                Source::Flag => format!("flag --{}", s.key),
+                Source::File => "file".into(),
+                Source::Default => "default".into(),
+            };
+            println!("  {:width$}  {}  ({source})", s.key, s.value);
+        }
+        println!();
+        for c in &checks {
+            let status = if c.ok { "ok  " } else { "FAIL" };
+            println!("{status}  {}: {}", c.name, c.detail);
+        }
+    }
+    if ok { EXIT_OK } else { EXIT_FAILED }
+}
+
+/// The HTTP options, and (when serving HTTP) that `--listen` can be bound.
+async fn http(config: &Config) -> Check {
+    let fail = |detail: String| Check {
+        name: "http",
+        ok: false,
+        detail,
+    };
+    let mut bound = config.listen;
+    let mut note = "not serving HTTP (--transport stdio); the options are valid".to_owned();
+    if config.transport == Transport::Http {
+        match tokio::net::TcpListener::bind(config.listen).await {
+            Ok(listener) => {
+                bound = listener.local_addr().unwrap_or(config.listen);
+                note = format!("{} can be bound", config.listen);
+            }
+            Err(e) => return fail(format!("cannot listen on {}: {e}", config.listen)),
+        }
+    }
+    match HttpSettings::from_config(config, bound) {
+        Ok(s) => Check {
+            name: "http",
+            ok: true,
+            detail: format!(
+                "{note}; public URL {}; {}",
+                s.public_url,
+                describe_limits(&s.limits)
+            ),
+        },
+        Err(e) => fail(e.to_string()),
+    }
+}
+
+fn describe_limits(l: &Limits) -> String {
+    let rate = match l.call_rate {
+        Some(r) => format!("{}/s (burst {}) calls per tenant", r.per_second, r.burst),
+        None => "no call rate limit".into(),
+    };
+    format!(
+        "{} requests in flight, {} MiB of bodies, {} waits ({} per tenant), {rate}, {} ms request timeout",
+        l.max_inflight,
+        l.body_budget / (1024 * 1024),
+        l.max_waits,
+        l.max_waits_per_tenant,
+        l.request_timeout.as_millis()
+    )
+}
+
+/// One line per issuer: where its keys come from, and each key's id and algorithms
+/// (a JWKS is fetched now).
+async fn identity(config: &Config) -> Vec<Check> {
+    let issuers = match wiring::issuers(config) {
+        Ok((issuers, _)) => issuers,
+        Err(e) => {
+            return vec![Check {
+                name: "identity",
+                ok: false,
+                detail: e.to_string(),
+            }];
+        }
+    };
+    let mut checks = Vec::new();
+    for issuer in issuers {
+        let (ok, keys) = match issuer.describe().await {
+            Ok(keys) => (
+                true,
+                keys.iter()
+                    .map(|k| {
+                        format!(
+                            "kid {} ({})",
+                            k.kid.as_deref().unwrap_or("-"),
+                            k.algorithms.join(", ")
+                        )
+                    })
+                    .collect::<Vec<_>>()
+                    .join("; "),
+            ),
+            Err(e) => (false, e),
+        };
+        checks.push(Check {
+            name: "identity",
+            ok,
+            detail: format!(
+                "issuer {} from {}: {keys}",
+                issuer.name(),
+                issuer.key_source()
+            ),
+        });
+    }
+    checks
+}
+
+/// The task store, CUO, memory and skills, each asked to answer.
+async fn upstreams(config: &Config) -> Vec<Check> {
+    let ports = match wiring::ports(config).await {
+        Ok(ports) => ports,
+        Err(e) => {
+            return vec![Check {
+                name: "task store",
+                ok: false,
+                detail: e.to_string(),
+            }];
+        }
+    };
+    // The operator's own terminal: the underlying cause is shown, unlike in client errors.
+    let line = |name: &'static str, result: Result<(), crate::domain::DomainError>| {
+        let (ok, detail) = match result {
+            Ok(()) => (true, "answers".to_owned()),
+            Err(e) => match std::error::Error::source(&e) {
+                Some(cause) => (false, format!("{e} ({cause})")),
+                None => (false, format!("{e}. {}", e.hint())),
+            },
+        };
+        Check { name, ok, detail }
+    };
+    let mut checks = vec![
+        line("task store", ports.tasks.check().await),
+        line("cuo", ports.cuo.check().await),
+        line("memory", ports.memory.check().await),
+    ];
+    checks.push(if config.skills_dirs.is_empty() {
+        Check {
+            name: "skills",
+            ok: true,
+            detail: "no skills directory (pass --skills-dir)".into(),
+        }
+    } else {
+        line("skills", ports.skills.check().await)
+    });
+    checks
+}
+
+/// Every option as resolved, secrets masked: a URL's password, `--cuo-env` values.
+fn resolved(c: &Config) -> Vec<Setting> {
+    let id = &c.identity;
+    let path = |p: &Option<std::path::PathBuf>| json!(p.as_ref().map(|p| p.display().to_string()));
+    let mut out = Vec::new();
+    let mut put = |key: &'static str, value: Value| {
+        out.push(Setting {
+            key,
+            value,
+            source: c.sources.of(key),
+        });
+    };
+    put("transport", json!(c.transport));
+    put("listen", json!(c.listen.to_string()));
+    put("public-url", json!(c.public_url));
+    put("cors-origin", json!(c.cors_origins));
+    put("authorization-server", json!(c.authorization_server));
+    put("data-dir", json!(c.data_dir.display().to_string()));
+    put(
+        "database-url",
+        json!(c.database_url.as_deref().map(mask_url)),
+    );
+    put("cuo-command", json!(shell_words::join(&c.cuo_command)));
+    let env_names: Vec<String> = c
+        .cuo_env
+        .iter()
+        .map(|kv| format!("{}=…", kv.split('=').next().unwrap_or_default()))
+        .collect();
+    put("cuo-env", json!(env_names));
+    put("cuo-timeout", json!(c.cuo_timeout.as_secs()));
+    put("memory-url", json!(c.memory_url.as_deref().map(mask_url)));
+    put("memory-token-file", path(&c.memory_token_file));
+    let skills: Vec<String> = c
+        .skills_dirs
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect();
+    put("skills-dir", json!(skills));
+    put("token-file", path(&id.token_file));
+    put("jwks-url", json!(id.jwks_url.as_deref().map(mask_url)));
+    put("jwt-public-key", path(&id.jwt_public_key));
+    put("jwt-issuer", json!(id.jwt_issuer));
+    put("jwt-audience", json!(id.audience));
+    put("dev", json!(id.dev));
+    put(
+        "otlp-endpoint",
+        json!(c.otlp_endpoint.as_deref().map(mask_url)),
+    );
+    put("tool-errors", json!(c.tool_errors));
+    put("long-running", json!(c.long_running));
+    put("wait-client", json!(c.wait_clients));
+    let names = match c.tool_names {
+        ToolNaming::Dotted => "dotted",
+        ToolNaming::Underscore => "underscore",
+    };
+    put("tool-names", json!(names));
+    put("max-tasks-per-tenant", json!(c.max_tasks_per_tenant));
+    put("max-cuo-children", json!(c.max_cuo_children));
+    put(
+        "max-stored-tasks-per-tenant",
+        json!(c.max_stored_tasks_per_tenant),
+    );
+    // The limits as they apply (a bad value fails the `http` check; shown as given here).
+    let given = &c.http_limits;
+    match Limits::from_options(given) {
+        Ok(l) => {
+            put("http-max-inflight", json!(l.max_inflight));
+            put("http-max-waits", json!(l.max_waits));
+            put("http-max-waits-per-tenant", json!(l.max_waits_per_tenant));
+            put("http-body-budget-mib", json!(l.body_budget / (1024 * 1024)));
+            let rate = l
+                .call_rate
+                .map_or("off".into(), |r| format!("{}/{}", r.per_second, r.burst));
+            put("http-call-rate", json!(rate));
+            put(
+                "http-request-timeout-ms",
+                json!(l.request_timeout.as_millis() as u64),
+            );
+        }
+        Err(_) => {
+            put("http-max-inflight", json!(given.max_inflight));
+            put("http-max-waits", json!(given.max_waits));
+            put(
+                "http-max-waits-per-tenant",
+                json!(given.max_waits_per_tenant),
+            );
+            put("http-body-budget-mib", json!(given.body_budget_mib));
+            put("http-call-rate", json!(given.call_rate));
+            put("http-request-timeout-ms", json!(given.request_timeout_ms));
+        }
+    }
+    put("log-format", json!(c.log_format));
+    out
+}
+
+/// `url` with any password replaced by `***`; unparsable text is shown as `(unparsable)`
+/// rather than echoed, since it may hold a secret.
+fn mask_url(url: &str) -> String {
+    match reqwest::Url::parse(url) {
+        Ok(mut u) => {
+            if u.password().is_some() {
+                let _ = u.set_password(Some("***"));
+            }
+            u.to_string()
+        }
+        Err(_) => "(unparsable)".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::mask_url;
+
+    #[test]
+    fn passwords_never_show() {
+        assert_eq!(
+            mask_url("postgres://app:s3cret@db:5432/cyberos"),
+            "postgres://app:***@db:5432/cyberos"
+        );
+        assert_eq!(mask_url("https://mem.example/v1"), "https://mem.example/v1");
+        assert_eq!(mask_url("not a url s3cret"), "(unparsable)");
+    }
+}
