@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite, from a clean checkout: installs what the tests need, then runs
 # formatting and lint checks, the Rust tests (unit, integration against the built binary,
-# doc tests) and the third-party client test (the official Python MCP SDK).
+# doc tests), the third-party client tests (the official Python MCP SDK) and the real
+# hosts (Claude Code and the Codex CLI, headless).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -109,7 +110,7 @@ failed=$(awk '/^test result:/ { for (i = 1; i < NF; i++) if ($(i+1) ~ /^failed/)
 run_client() {
   local script=$1 data
   data=$(mktemp -d)
-  if "$venv/bin/python" "$script" "$root/target/debug/cyberos-mcp-bridge" \
+  if "$venv/bin/python" "$script" "$bin" \
       "$root/tests/fixtures/skills" "$data" 2>"$data/stderr.log"; then
     passed=$((passed + 1))
   else
@@ -118,10 +119,37 @@ run_client() {
   fi
   rm -rf "$data"
 }
+bin="${CARGO_TARGET_DIR:-$root/target}/debug/cyberos-mcp-bridge"
 log "official Python MCP SDK over stdio against the built binary"
 run_client tests/python/sdk_stdio_client.py
 log "official Python MCP SDK over Streamable HTTP against the built binary"
 run_client tests/python/sdk_http_client.py
+
+# --- Real MCP hosts: Claude Code and the Codex CLI from npm (pinned by
+# tests/hosts/package-lock.json; ~17 s to download, cached in tests/hosts/.cache), run
+# headless against the built binary with a scripted model stand-in on 127.0.0.1: two hosts
+# x stdio and HTTP x four cases, each with its assertions (tests/hosts/expect.py).
+log "real MCP hosts (Claude Code, Codex CLI) against the built binary"
+if ! command -v npm >/dev/null 2>&1 && [ "$(id -u)" -eq 0 ]; then
+  log "installing Node.js and npm (apt-get)"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null
+fi
+hosts_log=$(mktemp)
+hosts_out=$(mktemp -d)
+if tests/hosts/install.sh >&2; then
+  tests/hosts/run.sh "$bin" --out "$hosts_out" | tee "$hosts_log" || true
+  hp=$(sed -n 's/^hosts: \([0-9]*\) passed, \([0-9]*\) failed$/\1/p' "$hosts_log")
+  hf=$(sed -n 's/^hosts: \([0-9]*\) passed, \([0-9]*\) failed$/\2/p' "$hosts_log")
+  if [ -n "$hp" ]; then
+    passed=$((passed + hp)); failed=$((failed + hf))
+  else
+    echo "the host tests ended without a verdict" >&2; failed=$((failed + 1))
+  fi
+else
+  echo "the hosts could not be installed" >&2; failed=$((failed + 1))
+fi
+rm -rf "$hosts_log" "$hosts_out"
 
 echo
 echo "${passed} passed, ${failed} failed"

@@ -10,6 +10,7 @@ prints a compact table. Builds nothing.
 """
 import argparse, json, os, re, shutil, signal, subprocess, sys, tempfile, time, urllib.request
 
+from expect import checks
 from readlogs import (dropped_keywords, norm, offered_claude, offered_codex, read_log, read_wire,
                       result_claude, result_codex)
 
@@ -249,6 +250,19 @@ def summary(host, transport, recs, width):
     return len(tools) == 8 and all(r["result"] for r in recs)
 
 
+def verdicts(host, transport, recs):
+    """Prints each run's assertions (expect.py); returns (passed, failed) runs."""
+    passed = failed = 0
+    for r in recs:
+        results = checks(r)
+        bad = [(name, seen) for name, ok, seen in results if not ok]
+        print(f"   {'PASS' if not bad else 'FAIL'}  {host}/{transport}/{r['scenario']}: {len(results) - len(bad)}/{len(results)} checks")
+        for name, seen in bad:
+            print(f"         expected: {name}\n         seen:     {seen}")
+        passed, failed = passed + (not bad), failed + bool(bad)
+    return passed, failed
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("binary")
@@ -265,26 +279,36 @@ def main():
     with tempfile.TemporaryDirectory() as d:
         catalogue = json.loads(subprocess.run([binary, "--dev", "--data-dir", d, "tools"], capture_output=True,
                                               text=True, timeout=30, check=True).stdout)["tools"]
-    ok = True
+    # The assertions hold for the product's defaults; with --bridge-flags the run only shows.
+    asserting = not a.bridge_flags.strip()
+    ok, passed, failed = True, 0, 0
+    scenarios = a.scenarios.split(",")
     for host in a.hosts.split(","):
         if not os.access(os.path.join(BIN_DIR, host), os.X_OK):
             print(f"\n== {host}: not installed ({BIN_DIR}/{host}); run tests/hosts/install.sh")
-            ok = False
+            ok, failed = False, failed + len(scenarios) * len(a.transports.split(","))
             continue
         for transport in a.transports.split(","):
             work, bridge = tempfile.mkdtemp(prefix="host-bridge-"), None
             try:
                 bridge = Bridge(binary, transport, work, a.bridge_flags.split())
-                recs = [one(host, bridge, s, a.out, a.timeout, catalogue) for s in a.scenarios.split(",")]
+                recs = [one(host, bridge, s, a.out, a.timeout, catalogue) for s in scenarios]
                 ok = summary(host, transport, recs, a.width) and ok
+                if asserting:
+                    p, f = verdicts(host, transport, recs)
+                    passed, failed = passed + p, failed + f
             except (RuntimeError, subprocess.SubprocessError) as e:
                 print(f"\n== {host} / {transport}: not run: {e}")
-                ok = False
+                ok, failed = False, failed + len(scenarios)
             finally:
                 if bridge:
                     bridge.close()
                 shutil.rmtree(work, ignore_errors=True)
     print(f"\nper-run records: {a.out}/<host>-<transport>-<scenario>.json")
+    if asserting:
+        # The last line, read by scripts/test.sh.
+        print(f"hosts: {passed} passed, {failed} failed")
+        return 0 if ok and failed == 0 else 1
     return 0 if ok else 1
 
 
