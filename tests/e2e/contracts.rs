@@ -142,3 +142,49 @@ async fn the_folder_scanner_satisfies_the_skill_index_contract() {
         ErrorClass::UpstreamUnavailable
     );
 }
+
+/// Hosts drop schema keywords before their model sees a tool (Codex strips `maxLength`,
+/// `minLength`, `minimum`, `maximum`, `pattern` and `format`, tests/hosts): each limit is
+/// also written in its property's description, which they keep.
+#[test]
+fn every_schema_limit_is_also_in_its_description() {
+    use cyberos_mcp_bridge::domain::Tool;
+    for tool in Tool::ALL {
+        let schema: serde_json::Value = serde_json::from_str(tool.spec().input_schema).unwrap();
+        let Some(props) = schema["properties"].as_object() else {
+            continue;
+        };
+        for (name, prop) in props {
+            let text = prop["description"].as_str().unwrap_or_default();
+            let at = format!("{}/{name}", tool.name());
+            for key in ["maxLength", "maximum"] {
+                if let Some(n) = prop[key].as_u64() {
+                    assert!(
+                        text.contains(&n.to_string()),
+                        "{at}: {key} {n} not in {text:?}"
+                    );
+                }
+            }
+            for key in ["minLength", "minimum"] {
+                if let Some(n) = prop[key].as_u64().filter(|n| *n > 0) {
+                    assert!(
+                        text.contains(&format!("{n} to")),
+                        "{at}: {key} {n} not in {text:?}"
+                    );
+                }
+            }
+            if prop.get("pattern").is_some() {
+                assert!(
+                    text.contains("letters"),
+                    "{at}: the pattern is not in {text:?}"
+                );
+            }
+            if prop.get("format").is_some() {
+                assert!(
+                    text.contains("RFC 3339"),
+                    "{at}: the format is not in {text:?}"
+                );
+            }
+        }
+    }
+}
