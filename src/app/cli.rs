@@ -53,7 +53,15 @@ pub async fn run(config: Config, command: Option<Command>) -> i32 {
                 }
             }
         }
-        Some(Command::Check { json }) => crate::app::doctor::check(&config, json).await,
+        Some(Command::Check { json }) => {
+            let report = crate::app::doctor::check(&config).await;
+            if json {
+                print_json(&report.json());
+            } else {
+                print!("{}", report.text());
+            }
+            if report.ok() { EXIT_OK } else { EXIT_FAILED }
+        }
         Some(Command::Migrate) => migrate(&config).await,
         Some(Command::CuoRunner { catalog, pace_ms }) => {
             crate::runner::run(crate::runner::RunnerOptions { catalog, pace_ms }).await

@@ -1,12 +1,11 @@
 //! `check`, the doctor: the resolved configuration with where each value came from, then
 //! one line per part the bridge needs (HTTP options and the listen address, the keys that
-//! verify tokens, the task store, CUO, memory, skills); `--json` prints the same as one
-//! object. Exit 0 when every part is fine, 1 otherwise.
+//! verify tokens, the task store, CUO, memory, skills), as text or one JSON object. The
+//! CLI prints it (the only module that writes to stdout).
 
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use crate::app::cli::{EXIT_FAILED, EXIT_OK};
 use crate::app::config::{Config, Source, Transport};
 use crate::app::http::{HttpSettings, Limits};
 use crate::app::wiring;
@@ -28,9 +27,14 @@ struct Setting {
     source: Source,
 }
 
-/// Runs every check and prints the report; returns the exit code.
-pub async fn check(config: &Config, as_json: bool) -> i32 {
-    let settings = resolved(config);
+/// What `check` found: the resolved settings and one line per part.
+pub struct Report {
+    settings: Vec<Setting>,
+    checks: Vec<Check>,
+}
+
+/// Runs every check.
+pub async fn check(config: &Config) -> Report {
     let mut checks = vec![Check {
         name: "config",
         ok: true,
@@ -42,9 +46,22 @@ pub async fn check(config: &Config, as_json: bool) -> i32 {
     checks.push(http(config).await);
     checks.extend(identity(config).await);
     checks.extend(upstreams(config).await);
-    let ok = checks.iter().all(|c| c.ok);
-    if as_json {
-        let config: serde_json::Map<String, Value> = settings
+    Report {
+        settings: resolved(config),
+        checks,
+    }
+}
+
+impl Report {
+    /// Whether every part is fine.
+    pub fn ok(&self) -> bool {
+        self.checks.iter().all(|c| c.ok)
+    }
+
+    /// `{"ok", "config": {key: {value, source}}, "checks": [{name, ok, detail}]}`.
+    pub fn json(&self) -> Value {
+        let config: serde_json::Map<String, Value> = self
+            .settings
             .iter()
             .map(|s| {
                 (
@@ -53,12 +70,15 @@ pub async fn check(config: &Config, as_json: bool) -> i32 {
                 )
             })
             .collect();
-        let report = json!({"ok": ok, "config": config, "checks": checks});
-        println!("{report:#}");
-    } else {
-        println!("configuration:");
-        let width = settings.iter().map(|s| s.key.len()).max().unwrap_or(0);
-        for s in &settings {
+        json!({"ok": self.ok(), "config": config, "checks": self.checks})
+    }
+
+    /// The configuration (`key  value  (source)`), then `ok`/`FAIL` lines.
+    pub fn text(&self) -> String {
+        use std::fmt::Write;
+        let mut out = String::from("configuration:\n");
+        let width = self.settings.iter().map(|s| s.key.len()).max().unwrap_or(0);
+        for s in &self.settings {
             let source = match s.source {
                 Source::Env if s.key == "otlp-endpoint" => "env OTEL_EXPORTER_OTLP_*".into(),
                 Source::Env => format!("env CYBEROS_{}", s.key.to_uppercase().replace('-', "_")),
@@ -66,15 +86,15 @@ pub async fn check(config: &Config, as_json: bool) -> i32 {
                 Source::File => "file".into(),
                 Source::Default => "default".into(),
             };
-            println!("  {:width$}  {}  ({source})", s.key, s.value);
+            let _ = writeln!(out, "  {:width$}  {}  ({source})", s.key, s.value);
         }
-        println!();
-        for c in &checks {
+        out.push('\n');
+        for c in &self.checks {
             let status = if c.ok { "ok  " } else { "FAIL" };
-            println!("{status}  {}: {}", c.name, c.detail);
+            let _ = writeln!(out, "{status}  {}: {}", c.name, c.detail);
         }
+        out
     }
-    if ok { EXIT_OK } else { EXIT_FAILED }
 }
 
 /// The HTTP options, and (when serving HTTP) that `--listen` can be bound.

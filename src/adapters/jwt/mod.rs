@@ -226,3 +226,30 @@ impl TokenVerifier for JwtVerifier {
         })
     }
 }
+
+/// What `check` reports of an issuer.
+impl Issuer {
+    /// The accepted `iss`.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Where the keys come from: `keys` (fixed) or `JWKS <url>`.
+    pub fn key_source(&self) -> String {
+        match &self.source {
+            KeySource::Static(_) => "keys".into(),
+            KeySource::Jwks(jwks) => format!("JWKS {}", jwks.url()),
+        }
+    }
+
+    /// Each usable key's id and algorithms, fetching a JWKS now.
+    ///
+    /// # Errors
+    /// Why the JWKS could not be fetched or held no usable key.
+    pub async fn describe(&self) -> Result<Vec<KeyInfo>, String> {
+        Ok(describe::key_infos(&match &self.source {
+            KeySource::Static(keys) => keys.clone(),
+            KeySource::Jwks(jwks) => jwks.fetch_now().await?,
+        }))
+    }
+}
