@@ -127,7 +127,8 @@ async fn a_repeated_single_value_header_is_refused() {
     }
 }
 
-/// `/readyz` is unauthenticated: a flood of probes costs one store check a second.
+/// `/readyz` is unauthenticated: a flood of probes costs one store and one CUO check a
+/// second.
 #[tokio::test]
 async fn readiness_probes_share_one_store_check_a_second() {
     use crate::support::mocks::MockPorts;
@@ -141,6 +142,7 @@ async fn readiness_probes_share_one_store_check_a_second() {
     let mut ports = MockPorts::default();
     // Exactly one check for the burst below, then one more once the answer is stale.
     ports.tasks.expect_check().times(2).returning(|| Ok(()));
+    ports.cuo.expect_check().times(2).returning(|| Ok(()));
     let identity = Identity::new(
         Arc::new(crate::support::fakes::StaticTokens),
         StdioToken::None,

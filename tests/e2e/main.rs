@@ -12,6 +12,7 @@ mod http;
 mod identity;
 mod memory;
 mod pipeline_mocks;
+mod release;
 mod seed_bounds;
 mod short_tools;
 mod stdio_binary;

@@ -9,7 +9,7 @@
 
 mod guard;
 mod migrate;
-mod nul;
+mod nul_bytes;
 mod tasks;
 
 use std::str::FromStr;

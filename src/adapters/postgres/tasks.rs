@@ -6,7 +6,9 @@ use std::sync::Arc;
 
 use sqlx::Row;
 
-use super::nul::{is_unstorable_json, storable_text, unstorable_arguments, unstorable_result};
+use super::nul_bytes::{
+    is_unstorable_json, storable_text, unstorable_arguments, unstorable_result,
+};
 use super::{PgStore, down, timed, ts};
 use crate::adapters::task_rows::{
     bad_cursor, decode_cursor, encode_cursor, failure_json, finished_status, task_of,

@@ -14,7 +14,7 @@ use crate::app::{LongRunning, ToolErrors, ToolNames};
 #[derive(Debug, Parser)]
 #[command(
     name = "cyberos-mcp-bridge",
-    version,
+    version = concat!(env!("CARGO_PKG_VERSION"), " (commit ", env!("CYBEROS_COMMIT"), ")"),
     about = "CyberOS as MCP 2025-11-25 tools over stdio or Streamable HTTP"
 )]
 pub struct Cli {

@@ -3,7 +3,7 @@
 //! kept between requests (CONTRACT §5, §10).
 //!
 //! Routes (`router.rs`): `POST /mcp` (`mcp.rs`, `sse.rs`); `GET`/`DELETE /mcp` → 405; `GET /healthz`;
-//! `GET /readyz` (the task store answers); the RFC 9728 protected-resource documents.
+//! `GET /readyz` (the task store and a CUO child answer; `ready.rs`); the RFC 9728 protected-resource documents.
 //! An edge layer answers CORS preflights, adds CORS headers for `--cors-origin`
 //! origins, and turns a panicking handler into a JSON-RPC 500. `serve` runs the accept
 //! loop with the connection-level limits axum's own server cannot set.
@@ -14,6 +14,7 @@ mod gate;
 mod limits;
 mod mcp;
 mod origin;
+mod ready;
 mod reply;
 mod router;
 mod serve;

@@ -4,7 +4,6 @@
 use std::net::SocketAddr;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
-use std::time::Duration;
 
 use axum::Router;
 use axum::extract::{Request, State};
@@ -24,14 +23,11 @@ use tokio_util::sync::CancellationToken;
 use super::limits::{Gauges, Limits};
 use super::origin::{Origin, OriginPattern, OriginPolicy};
 use super::shared::Shared;
-use super::{gate, mcp, reply};
+use super::{gate, mcp, ready, reply};
 use crate::app::App;
 use crate::app::config::{Config, ConfigError};
 use crate::app::rpc::INVALID_REQUEST;
 use crate::domain::Scope;
-
-/// How long a `/readyz` answer is reused.
-const READY_FOR: Duration = Duration::from_secs(1);
 
 /// The root RFC 9728 document path.
 const WELL_KNOWN: &str = "/.well-known/oauth-protected-resource";
@@ -129,7 +125,7 @@ pub fn router(app: App, settings: HttpSettings, shutdown: CancellationToken) -> 
     let mut routes = Router::new()
         .route("/mcp", any(mcp::endpoint))
         .route("/healthz", any(healthz))
-        .route("/readyz", any(readyz))
+        .route("/readyz", any(ready::readyz))
         .route(WELL_KNOWN, any(metadata))
         .route(&format!("{WELL_KNOWN}/mcp"), any(metadata));
     // Behind a proxy the public path may differ; serve its path-inserted document too.
@@ -224,39 +220,6 @@ async fn healthz(method: Method) -> Response {
         return get_only();
     }
     reply::json(StatusCode::OK, r#"{"status":"ok"}"#)
-}
-
-/// Ready when the task store answers and the bridge is not stopping.
-async fn readyz(State(s): State<Arc<Shared>>, method: Method) -> Response {
-    if !read_only(&method) {
-        return get_only();
-    }
-    if s.shutdown.is_cancelled() {
-        return reply::json(StatusCode::SERVICE_UNAVAILABLE, r#"{"status":"stopping"}"#);
-    }
-    // Unauthenticated, so it must cost little: the answer is kept for READY_FOR, and while
-    // one check runs, concurrent probes wait for it (the lock is held across the check on
-    // purpose) instead of each opening a store transaction.
-    let ready = {
-        let mut last = s.ready.lock().await;
-        match *last {
-            Some((at, ready)) if at.elapsed() < READY_FOR => ready,
-            _ => {
-                let check =
-                    tokio::time::timeout(Duration::from_secs(2), s.app.ports().tasks.check());
-                let ready = matches!(check.await, Ok(Ok(())));
-                *last = Some((tokio::time::Instant::now(), ready));
-                ready
-            }
-        }
-    };
-    match ready {
-        true => reply::json(StatusCode::OK, r#"{"status":"ok"}"#),
-        false => reply::json(
-            StatusCode::SERVICE_UNAVAILABLE,
-            r#"{"status":"unavailable","reason":"the task store does not answer"}"#,
-        ),
-    }
 }
 
 /// The RFC 9728 protected-resource metadata.

@@ -20,5 +20,5 @@ pub(crate) struct Shared {
     pub(super) gauges: Gauges,
     pub(super) shutdown: CancellationToken,
     /// The last `/readyz` answer and when it was found.
-    pub(super) ready: tokio::sync::Mutex<Option<(tokio::time::Instant, bool)>>,
+    pub(super) ready: super::ready::ReadyCache,
 }

@@ -20,7 +20,14 @@ async fn the_binary_serves_health_the_handshake_the_tools_and_a_call() {
         (health.status, health.json()),
         (200, json!({"status": "ok"}))
     );
-    assert_eq!(s.send(s.client.get(s.url("/readyz"))).await.status, 200);
+    let ready = s.send(s.client.get(s.url("/readyz"))).await;
+    assert_eq!(
+        (ready.status, ready.json()),
+        (
+            200,
+            json!({"status": "ok", "checks": {"store": "ok", "cuo": "ok"}})
+        )
+    );
 
     let init = s.rpc(&t, 1, "initialize", init_params("2025-11-25")).await;
     assert_eq!(init["result"]["protocolVersion"], "2025-11-25");
@@ -146,4 +153,23 @@ fn a_bad_cors_origin_or_public_url_is_a_usage_error() {
             "{out:?}"
         );
     }
+}
+
+/// A probe that fails names the part, and nothing of its cause (no path, no command).
+#[tokio::test]
+async fn readiness_names_the_part_that_cannot_serve() {
+    let s = Server::start(&["--cuo-command", "/nonexistent/cuo-supervisor"]);
+    let ready = s.send(s.client.get(s.url("/readyz"))).await;
+    assert_eq!(ready.status, 503, "{}", ready.text);
+    let body = ready.json();
+    assert_eq!(body["failed"], json!(["cuo"]), "{body}");
+    assert_eq!(body["checks"]["store"], "ok");
+    assert!(
+        body["checks"]["cuo"]
+            .as_str()
+            .unwrap()
+            .contains("unavailable"),
+        "{body}"
+    );
+    assert!(!ready.text.contains("nonexistent"), "{}", ready.text);
 }
