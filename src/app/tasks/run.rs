@@ -276,7 +276,7 @@ pub(super) async fn store_outcome(
             tracing::error!(task_id = %task.id, failed_tries = failures, "the store did not take the outcome before the task became overdue; the sweep will fail it: {error}");
             return;
         }
-        if failures == 1 || failures % 10 == 0 {
+        if failures == 1 || failures.is_multiple_of(10) {
             tracing::warn!(task_id = %task.id, failed_tries = failures, retry_in_ms = wait.as_millis() as u64, "cannot store the outcome yet; keeping it and trying again: {error}");
         }
         tokio::select! {
