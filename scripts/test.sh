@@ -91,6 +91,13 @@ if [ -z "${DATABASE_URL:-}" ]; then
   export DATABASE_URL="postgres://postgres@127.0.0.1:$pg_port/postgres"
 fi
 
+# --- systemd-analyze, which verifies the shipped unit (tests/e2e/deploy.rs) ----------
+if ! command -v systemd-analyze >/dev/null 2>&1 && [ "$(id -u)" -eq 0 ]; then
+  log "installing systemd for systemd-analyze (apt-get; nothing is started)"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq systemd >/dev/null
+fi
+
 # --- Rust checks and tests ---------------------------------------------------------
 log "cargo fmt --check"
 cargo fmt --check
@@ -150,6 +157,17 @@ else
   echo "the hosts could not be installed" >&2; failed=$((failed + 1))
 fi
 rm -rf "$hosts_log" "$hosts_out"
+
+# --- The container image's build steps (the Dockerfile only runs this script; there is
+# no container engine here): a stripped release binary that runs, staged as the image.
+log "container image build steps (scripts/build-image.sh)"
+image_out=$(mktemp -d)
+if scripts/build-image.sh "$image_out/rootfs"; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1))
+fi
+rm -rf "$image_out"
 
 echo
 echo "${passed} passed, ${failed} failed"

@@ -5,6 +5,7 @@ mod contracts;
 mod cuo;
 mod cuo_runner;
 mod data_dir;
+mod deploy;
 mod dispatch;
 mod doctor;
 mod hardening;

@@ -120,3 +120,14 @@ pub fn alive(pid: i32) -> bool {
             .starts_with('Z')
     })
 }
+
+/// Whether `CI` holds a true value: set, and not empty, `0`, `false`, `no` or `off`. In CI
+/// a test never skips a part for want of a tool; elsewhere it says so on the terminal.
+pub fn in_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| {
+        !matches!(
+            v.trim().to_ascii_lowercase().as_str(),
+            "" | "0" | "false" | "no" | "off"
+        )
+    })
+}

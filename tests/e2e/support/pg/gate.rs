@@ -9,7 +9,7 @@ use std::sync::{Mutex, Once};
 use sqlx::{AssertSqlSafe, Executor};
 
 use super::{admin_cleanup, drop_statements, run_as_admin};
-use crate::support::alive;
+use crate::support::{alive, in_ci};
 
 /// The admin URL when the Postgres tests run; `None` (after a `SKIPPED` line) when they
 /// do not. Panics when `CI` is true and `DATABASE_URL` is missing.
@@ -37,16 +37,6 @@ pub fn admin_url() -> Option<String> {
             None
         }
     }
-}
-
-/// Whether `CI` holds a true value: set, and not empty, `0`, `false`, `no` or `off`.
-fn in_ci() -> bool {
-    std::env::var("CI").is_ok_and(|v| {
-        !matches!(
-            v.trim().to_ascii_lowercase().as_str(),
-            "" | "0" | "false" | "no" | "off"
-        )
-    })
 }
 
 /// How many tests skipped their Postgres part (reported at exit).

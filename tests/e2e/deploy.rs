@@ -1,0 +1,222 @@
+//! The deployment files say what the tests prove: the Kubernetes manifests' structure, the
+//! systemd unit's hardening (and `systemd-analyze verify`), the Dockerfile's stages. Every
+//! flag they pass must exist, so a renamed option cannot leave them behind.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+use crate::support::binary::binary;
+use crate::support::in_ci;
+
+fn deploy(file: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(file)
+}
+
+fn yaml(file: &str) -> Value {
+    let text = std::fs::read_to_string(deploy(file)).unwrap();
+    serde_norway::from_str(&text).unwrap_or_else(|e| panic!("{file}: {e}"))
+}
+
+/// Every `--flag` in `args` is an option of the CLI.
+fn flags_exist(args: &[String], whose: &str) {
+    use clap::CommandFactory;
+    let cli = cyberos_mcp_bridge::app::config::Cli::command();
+    let known: Vec<&str> = cli.get_arguments().filter_map(|a| a.get_long()).collect();
+    for flag in args.iter().filter_map(|a| a.strip_prefix("--")) {
+        let flag = flag.split('=').next().unwrap();
+        assert!(
+            known.contains(&flag),
+            "{whose} passes --{flag}, which is no option"
+        );
+    }
+}
+
+fn strings(v: &Value) -> Vec<String> {
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[test]
+fn the_kubernetes_manifests_fit_together() {
+    let deployment = yaml("deploy/k8s/deployment.yaml");
+    let service = yaml("deploy/k8s/service.yaml");
+    let pdb = yaml("deploy/k8s/pdb.yaml");
+    let secret = yaml("deploy/k8s/secret.yaml");
+    let job = yaml("deploy/k8s/migrate-job.yaml");
+    let kustomization = yaml("deploy/k8s/kustomization.yaml");
+    assert_eq!(deployment["kind"], "Deployment");
+    assert_eq!(deployment["spec"]["replicas"], 2);
+    let labels = &deployment["spec"]["template"]["metadata"]["labels"];
+    assert_eq!(&deployment["spec"]["selector"]["matchLabels"], labels);
+    assert_eq!(&service["spec"]["selector"], labels);
+    assert_eq!(&pdb["spec"]["selector"]["matchLabels"], labels);
+    assert_eq!(pdb["spec"]["minAvailable"], 1);
+    let pod = &deployment["spec"]["template"]["spec"];
+    assert_eq!(pod["securityContext"]["runAsNonRoot"], true);
+    let c = &pod["containers"][0];
+    assert_eq!(c["livenessProbe"]["httpGet"]["path"], "/healthz");
+    assert_eq!(c["readinessProbe"]["httpGet"]["path"], "/readyz");
+    assert_eq!(c["securityContext"]["readOnlyRootFilesystem"], true);
+    assert_eq!(c["securityContext"]["allowPrivilegeEscalation"], false);
+    // The Service reaches the container's named port; the bridge listens on it.
+    assert_eq!(
+        service["spec"]["ports"][0]["targetPort"],
+        c["ports"][0]["name"]
+    );
+    let args = strings(&c["args"]);
+    flags_exist(&args, "deployment.yaml");
+    let listen = args.iter().position(|a| a == "--listen").unwrap();
+    let port = c["ports"][0]["containerPort"].as_u64().unwrap();
+    assert!(args[listen + 1].ends_with(&format!(":{port}")), "{args:?}");
+    assert!(args.windows(2).any(|w| w == ["--transport", "http"]));
+    assert!(
+        !args.contains(&"--dev".to_owned()),
+        "--dev has no place in a cluster"
+    );
+    // The token file is mounted where the flag points, from a key the Secret has.
+    let token = &args[args
+        .iter()
+        .position(|a| a == "--memory-token-file")
+        .unwrap()
+        + 1];
+    let mount = c["volumeMounts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| token.starts_with(m["mountPath"].as_str().unwrap()) && m["name"] == "secrets")
+        .expect("the memory token's directory is mounted");
+    assert_eq!(mount["readOnly"], true);
+    let keys = secret["stringData"].as_object().unwrap();
+    for item in pod["volumes"].as_array().unwrap() {
+        for i in item["secret"]["items"].as_array().into_iter().flatten() {
+            assert!(keys.contains_key(i["key"].as_str().unwrap()), "{i}");
+        }
+    }
+    let env_keys = |spec: &Value| -> Vec<String> {
+        spec["env"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| {
+                e["valueFrom"]["secretKeyRef"]["key"]
+                    .as_str()
+                    .unwrap()
+                    .to_owned()
+            })
+            .collect()
+    };
+    for key in env_keys(c)
+        .iter()
+        .chain(&env_keys(&job["spec"]["template"]["spec"]["containers"][0]))
+    {
+        assert!(keys.contains_key(key), "the Secret lacks {key}");
+    }
+    // The migrate Job runs `migrate` with the owner's URL, the bridge its own login.
+    let migrate = &job["spec"]["template"]["spec"]["containers"][0];
+    assert_eq!(job["kind"], "Job");
+    assert_eq!(strings(&migrate["args"]), ["migrate"]);
+    assert_eq!(env_keys(migrate), ["owner-database-url"]);
+    assert_eq!(env_keys(c), ["database-url"]);
+    assert_eq!(migrate["image"], c["image"]);
+    let listed = strings(&kustomization["resources"]);
+    for file in [
+        "secret.yaml",
+        "migrate-job.yaml",
+        "deployment.yaml",
+        "service.yaml",
+        "pdb.yaml",
+    ] {
+        assert!(
+            listed.iter().any(|r| r == file),
+            "kustomization lacks {file}"
+        );
+    }
+}
+
+#[test]
+fn the_systemd_unit_is_hardened_and_verifies() {
+    let path = deploy("deploy/systemd/cyberos-mcp-bridge.service");
+    let unit = std::fs::read_to_string(&path).unwrap();
+    for line in [
+        "DynamicUser=yes",
+        "NoNewPrivileges=yes",
+        "ProtectSystem=strict",
+        "StateDirectory=cyberos-mcp-bridge",
+        "CapabilityBoundingSet=",
+        "PrivateTmp=yes",
+    ] {
+        assert!(unit.lines().any(|l| l == line), "the unit lacks {line}");
+    }
+    let exec = unit
+        .lines()
+        .find_map(|l| l.strip_prefix("ExecStart="))
+        .unwrap();
+    let args: Vec<String> = exec.split_whitespace().map(str::to_owned).collect();
+    flags_exist(&args[1..], "the systemd unit");
+    // The data dir is the state dir, the only writable place under ProtectSystem=strict.
+    assert!(exec.contains("--data-dir ${STATE_DIRECTORY}"), "{exec}");
+    let Ok(out) = Command::new("systemd-analyze").arg("--version").output() else {
+        assert!(
+            !in_ci(),
+            "CI must verify the unit: install systemd (systemd-analyze)"
+        );
+        let _ = writeln!(
+            std::io::stderr(),
+            "SKIPPED systemd-analyze verify: not installed"
+        );
+        return;
+    };
+    assert!(out.status.success());
+    // Verify a copy that starts the binary under test (the unit names the installed path).
+    let dir = tempfile::tempdir().unwrap();
+    let copy = dir.path().join("cyberos-mcp-bridge.service");
+    let exe = binary();
+    std::fs::write(&copy, unit.replace(&args[0], exe)).unwrap();
+    let out = Command::new("systemd-analyze")
+        .arg("verify")
+        .arg(&copy)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() && said.trim().is_empty(),
+        "systemd-analyze verify: {said}"
+    );
+}
+
+#[test]
+fn the_dockerfile_only_calls_the_build_script_and_runs_as_nonroot() {
+    let text = std::fs::read_to_string(deploy("Dockerfile")).unwrap();
+    let stages: Vec<&str> = text.split("\nFROM ").skip(1).collect();
+    assert_eq!(stages.len(), 2, "a build stage and a run stage");
+    let runs: Vec<&str> = text.lines().filter(|l| l.starts_with("RUN ")).collect();
+    assert_eq!(runs, ["RUN scripts/build-image.sh /out"]);
+    let run_stage = stages[1];
+    assert!(
+        !run_stage.contains("\nRUN "),
+        "the run stage needs no shell"
+    );
+    assert!(run_stage.lines().any(|l| l == "USER 65532:65532"));
+    assert!(run_stage.contains(r#"ENTRYPOINT ["/usr/local/bin/cyberos-mcp-bridge"]"#));
+    let cmd = run_stage
+        .lines()
+        .find_map(|l| l.strip_prefix("CMD "))
+        .unwrap();
+    let cmd: Vec<String> = serde_json::from_str(cmd).unwrap();
+    flags_exist(&cmd, "the Dockerfile");
+    // The image's Rust is the declared floor.
+    let rust = format!(
+        "rust:{}-",
+        env!("CARGO_PKG_RUST_VERSION").trim_end_matches(".0")
+    );
+    assert!(
+        stages[0].contains(&rust),
+        "the build stage should use {rust}"
+    );
+}
