@@ -2,7 +2,6 @@
 //! dir, used by `--dev` and `dev-token` to mint tokens with issuer `urn:cyberos:dev`.
 //! Creation is atomic, so two processes racing to create it end up with the same key.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use ed25519_dalek::SigningKey;
@@ -38,7 +37,7 @@ impl DevKey {
     pub fn load_or_create(data_dir: &Path) -> Result<DevKey, String> {
         let path = data_dir.join(FILE_NAME);
         if !path.exists() {
-            create(data_dir, &path)?;
+            create(data_dir)?;
         }
         let pem = std::fs::read_to_string(&path)
             .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
@@ -122,38 +121,12 @@ fn jti() -> Result<String, String> {
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
-/// Writes a new key to a private temporary file, then publishes it with a hard link,
-/// which fails if another process published first; either way one key wins.
-fn create(data_dir: &Path, path: &Path) -> Result<(), String> {
-    let mut builder = std::fs::DirBuilder::new();
-    builder.recursive(true);
-    #[cfg(unix)]
-    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
-    builder
-        .create(data_dir)
-        .map_err(|e| format!("cannot create {}: {e}", data_dir.display()))?;
-
+/// Writes a new key, atomically and privately.
+fn create(data_dir: &Path) -> Result<(), String> {
     let mut seed = [0u8; 32];
     getrandom::fill(&mut seed).map_err(|e| format!("no randomness: {e}"))?;
     let pem = SigningKey::from_bytes(&seed)
         .to_pkcs8_pem(LineEnding::LF)
         .map_err(|e| format!("cannot encode the dev key: {e}"))?;
-    let mut suffix = [0u8; 8];
-    getrandom::fill(&mut suffix).map_err(|e| format!("no randomness: {e}"))?;
-    let tmp = data_dir.join(format!(".{FILE_NAME}.{}", u64::from_le_bytes(suffix)));
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    let written = options
-        .open(&tmp)
-        .and_then(|mut f| f.write_all(pem.as_bytes()).and_then(|()| f.sync_all()))
-        .map_err(|e| format!("cannot write {}: {e}", tmp.display()));
-    let published = written.and_then(|()| match std::fs::hard_link(&tmp, path) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
-        Err(e) => Err(format!("cannot create {}: {e}", path.display())),
-    });
-    let _ = std::fs::remove_file(&tmp);
-    published
+    super::private_file::publish(data_dir, FILE_NAME, pem.as_bytes())
 }

@@ -8,6 +8,8 @@ pub mod jwt;
 pub mod memory_http;
 pub mod otlp;
 pub mod postgres;
+mod private_file;
+pub mod session_key;
 pub mod skills_fs;
 pub mod sqlite;
 pub mod system_clock;

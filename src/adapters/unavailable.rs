@@ -137,4 +137,8 @@ impl ConfirmationLedger for Unavailable {
     async fn claim(&self, _: &TenantId, _: &str, _: Timestamp) -> Result<bool, DomainError> {
         self.err()
     }
+
+    async fn used(&self, _: &TenantId, _: &str) -> Result<bool, DomainError> {
+        self.err()
+    }
 }

@@ -115,7 +115,11 @@ async fn http(config: &Config) -> Check {
             Err(e) => return fail(format!("cannot listen on {}: {e}", config.listen)),
         }
     }
-    match HttpSettings::from_config(config, bound) {
+    let sessions = match wiring::session_key(config) {
+        Ok(key) => crate::app::http::SessionKey::new(&key),
+        Err(e) => return fail(e.to_string()),
+    };
+    match HttpSettings::from_config(config, bound, sessions) {
         Ok(s) => Check {
             name: "http",
             ok: true,
@@ -260,6 +264,7 @@ fn resolved(c: &Config) -> Vec<Setting> {
     put("cuo-timeout", json!(c.cuo_timeout.as_secs()));
     put("memory-url", json!(c.memory_url.as_deref().map(mask_url)));
     put("memory-token-file", path(&c.memory_token_file));
+    put("session-key-file", path(&c.session_key_file));
     let skills: Vec<String> = c
         .skills_dirs
         .iter()

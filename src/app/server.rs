@@ -22,6 +22,8 @@ use crate::domain::{TraceId, respell};
 pub struct Answer {
     /// The response frame.
     pub frame: String,
+    /// Whether it is a result (not an error).
+    pub ok: bool,
     /// Scopes the token lacked, when the request failed for that reason (HTTP: 403).
     pub missing_scopes: Vec<String>,
     /// The bridge is at a limit; retry after this long (HTTP: 429).
@@ -82,6 +84,7 @@ pub async fn answer(app: &App, session: &Session, req: Request) -> Answer {
     match result {
         Ok(result) => Answer {
             frame: rpc::success(&req.id, &result),
+            ok: true,
             missing_scopes: Vec::new(),
             retry_after: None,
         },
@@ -91,6 +94,7 @@ pub async fn answer(app: &App, session: &Session, req: Request) -> Answer {
             err.respell(app.settings().tool_names);
             Answer {
                 frame: rpc::failure(Some(&req.id), &err),
+                ok: false,
                 missing_scopes: err.missing_scopes().to_vec(),
                 retry_after: err.retry_after,
             }

@@ -216,6 +216,15 @@ pub fn issuers(config: &Config) -> Result<(Vec<Issuer>, Option<String>), ConfigE
     Ok((issuers, dev_token))
 }
 
+/// The key of HTTP session ids: `--session-key-file`, else the data dir's own.
+///
+/// # Errors
+/// When the key cannot be read or created, or is too short.
+pub fn session_key(config: &Config) -> Result<Vec<u8>, ConfigError> {
+    crate::adapters::session_key::load(config.session_key_file.as_deref(), &config.data_dir)
+        .map_err(ConfigError)
+}
+
 /// Lifetime of the `--dev` token: 30 days.
 const DEV_TTL_S: i64 = 30 * 24 * 3600;
 

@@ -13,6 +13,7 @@ pub mod ids;
 pub mod json;
 pub mod memory;
 pub mod principal;
+pub mod session;
 pub mod skill;
 pub mod task;
 pub mod tool;

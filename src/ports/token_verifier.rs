@@ -33,4 +33,11 @@ pub trait ConfirmationLedger: Send + Sync + 'static {
         jti: &str,
         expires_at: Timestamp,
     ) -> Result<bool, DomainError>;
+
+    /// Whether `jti` is recorded for `tenant` and not yet expired (an ended HTTP session
+    /// is recorded under its `ledger_key`).
+    ///
+    /// # Errors
+    /// `UpstreamUnavailable` when the store is down.
+    async fn used(&self, tenant: &TenantId, jti: &str) -> Result<bool, DomainError>;
 }

@@ -157,6 +157,7 @@ async fn readiness_probes_share_one_store_check_a_second() {
         },
         authorization_servers: vec![],
         limits: Limits::default(),
+        sessions: cyberos_mcp_bridge::app::http::SessionKey::new(&[7; 32]),
     };
     let routes = router(app, settings, tokio_util::sync::CancellationToken::new());
     let probe = |routes: axum::Router| async move {

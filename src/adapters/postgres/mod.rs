@@ -244,4 +244,24 @@ impl ConfirmationLedger for PgStore {
         })
         .await
     }
+
+    async fn used(&self, tenant: &TenantId, jti: &str) -> Result<bool, DomainError> {
+        timed(async {
+            let now = chrono::Utc::now().timestamp_millis();
+            let mut tx = self.begin(Some(tenant)).await.map_err(down)?;
+            let found: Option<i32> = sqlx::query_scalar(concat!(
+                "SELECT 1 FROM plugin_host.used_confirmations WHERE tenant_id = $1::uuid AND jti = $2 AND expires_at >= ",
+                ts!(3)
+            ))
+            .bind(tenant.to_string())
+            .bind(jti)
+            .bind(now)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(down)?;
+            tx.commit().await.map_err(down)?;
+            Ok(found.is_some())
+        })
+        .await
+    }
 }

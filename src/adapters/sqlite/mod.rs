@@ -144,4 +144,18 @@ impl ConfirmationLedger for SqliteStore {
             .map_err(unavailable)?;
         Ok(inserted.rows_affected() == 1)
     }
+
+    async fn used(&self, tenant: &TenantId, jti: &str) -> Result<bool, DomainError> {
+        let now = chrono::Utc::now().timestamp_millis();
+        let found: Option<i64> = sqlx::query_scalar(
+            "SELECT 1 FROM used_confirmations WHERE tenant_id = ? AND jti = ? AND expires_at >= ?",
+        )
+        .bind(tenant.to_string())
+        .bind(jti)
+        .bind(now)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(|e| DomainError::unavailable(Upstream::TaskStore, Some(e.into())))?;
+        Ok(found.is_some())
+    }
 }

@@ -165,6 +165,15 @@ pub struct Options {
         value_name = "FILE"
     )]
     pub memory_token_file: Option<PathBuf>,
+    /// Hex key (32+ bytes) that signs HTTP session ids; every instance behind one balancer
+    /// needs the same (default: one made in the data dir).
+    #[arg(
+        long,
+        global = true,
+        env = "CYBEROS_SESSION_KEY_FILE",
+        value_name = "FILE"
+    )]
+    pub session_key_file: Option<PathBuf>,
     /// SKILL folders directory (repeatable; default ./skills if present).
     #[arg(long, global = true, env = "CYBEROS_SKILLS_DIR", value_name = "DIR")]
     #[serde(default)]
@@ -341,6 +350,7 @@ impl Options {
             cuo_timeout,
             memory_url,
             memory_token_file,
+            session_key_file,
             token_file,
             jwks_url,
             jwt_public_key,

@@ -49,6 +49,8 @@ pub struct Config {
     pub memory_url: Option<String>,
     /// Memory bearer token file.
     pub memory_token_file: Option<PathBuf>,
+    /// `--session-key-file`: the key of HTTP session ids (default: the data dir's own).
+    pub session_key_file: Option<PathBuf>,
     /// Skills directories.
     pub skills_dirs: Vec<PathBuf>,
     /// Error carrier.
@@ -186,6 +188,7 @@ impl Config {
             }),
             memory_url: options.memory_url,
             memory_token_file: options.memory_token_file,
+            session_key_file: options.session_key_file,
             skills_dirs,
             tool_errors: options.tool_errors.unwrap_or(ToolErrors::Jsonrpc),
             long_running: options.long_running.unwrap_or(LongRunning::Auto),

@@ -12,6 +12,11 @@ use super::shared::Shared;
 use crate::app::rpc::RequestId;
 use crate::app::server::Answer;
 
+/// Marks a response whose JSON-RPC frame is a result (an `initialize` that succeeded
+/// gets its session id).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Succeeded;
+
 /// The dispatcher's answer to one request, or the panic it raised.
 pub(super) type Work = Pin<Box<dyn Future<Output = Result<Answer, Box<dyn Any + Send>>> + Send>>;
 
@@ -49,5 +54,9 @@ pub(super) fn json_answer(
     } else {
         StatusCode::OK
     };
-    reply::json(status, answer.frame)
+    let mut resp = reply::json(status, answer.frame);
+    if answer.ok {
+        resp.extensions_mut().insert(Succeeded);
+    }
+    resp
 }

@@ -24,7 +24,7 @@ use super::gate::{self, Accept};
 use super::origin::Origin;
 use super::shared::Shared;
 use super::waits::{Hold, Refused};
-use super::{body, reply, sse};
+use super::{body, reply, sessions, sse};
 use crate::app::rpc::{
     CallParams, FrameError, INVALID_REQUEST, Incoming, Method, PROTOCOL_VERSION,
     Request as RpcRequest, RequestId, RpcError,
@@ -88,10 +88,13 @@ async fn answer(
     if let Some(refused) = gate::admit(&s.policy, origin, &parts.headers) {
         return refused;
     }
+    if parts.method == HttpMethod::DELETE {
+        return sessions::end(&s, &parts.headers).await;
+    }
     if parts.method != HttpMethod::POST {
         return reply::method_not_allowed(
-            "POST, OPTIONS",
-            "This stateless server has no GET stream and no sessions to DELETE; POST each JSON-RPC message to /mcp.",
+            "POST, DELETE, OPTIONS",
+            "This server has no GET stream; POST each JSON-RPC message to /mcp (DELETE ends a session).",
         );
     }
     post(&s, &parts.headers, body, parent).await
@@ -152,6 +155,11 @@ async fn post(
             return unauthorized(s, token.is_some(), &e, id, req, parent);
         }
     };
+    // A session the request names must be open, this principal's, and not ended.
+    let session = match sessions::open(s, headers, &principal).await {
+        Ok(session) => session,
+        Err(refused) => return refused,
+    };
     let Ok(permit) = Arc::clone(&s.gauges.inflight).try_acquire_owned() else {
         return reply::overloaded();
     };
@@ -171,8 +179,21 @@ async fn post(
             ),
         ),
         Ok(Incoming::Request(req)) => {
-            let client = gate::user_agent_product(headers);
-            request(s, accept, principal, client, req, parent, permit).await
+            let client = match &session {
+                Some(state) => state.client.as_deref(),
+                None => gate::user_agent_product(headers),
+            };
+            let mint = match &req.method {
+                Method::Initialize(params) => {
+                    Some(sessions::new_state(s, &principal, params, client))
+                }
+                _ => None,
+            };
+            let resp = request(s, accept, principal, client, req, parent, permit).await;
+            match mint {
+                Some(Some(state)) => sessions::issue(s, resp, &state),
+                _ => resp,
+            }
         }
         Ok(other) => {
             // Notifications and responses: accepted; nothing is sent back on this POST.

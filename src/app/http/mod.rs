@@ -1,8 +1,10 @@
 //! The Streamable HTTP transport (MCP 2025-11-25), stateless: every POST to `/mcp` is
-//! one JSON-RPC message with its own bearer token; no session ids, nothing about a client
-//! kept between requests (CONTRACT §5, §10).
+//! one JSON-RPC message with its own bearer token; nothing about a client is kept between
+//! requests on the server. Optional sessions carry their state to the client
+//! (`sessions.rs`, `session_id.rs`; CONTRACT §5, §10).
 //!
-//! Routes (`router.rs`): `POST /mcp` (`mcp.rs`, `sse.rs`); `GET`/`DELETE /mcp` → 405; `GET /healthz`;
+//! Routes (`router.rs`): `POST /mcp` (`mcp.rs`, `sse.rs`); `DELETE /mcp` ends a session;
+//! `GET /mcp` → 405; `GET /healthz`;
 //! `GET /readyz` (the task store and a CUO child answer; `ready.rs`); the RFC 9728 protected-resource documents.
 //! An edge layer answers CORS preflights, adds CORS headers for `--cors-origin`
 //! origins, and turns a panicking handler into a JSON-RPC 500. `serve` runs the accept
@@ -18,6 +20,8 @@ mod ready;
 mod reply;
 mod router;
 mod serve;
+mod session_id;
+mod sessions;
 mod shared;
 mod sse;
 mod waits;
@@ -26,3 +30,4 @@ pub use limits::{Limits, Rate};
 pub use origin::{OriginPattern, OriginPolicy};
 pub use router::{HttpSettings, router};
 pub use serve::{ServeError, serve};
+pub use session_id::SessionKey;

@@ -22,6 +22,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::limits::{Gauges, Limits};
 use super::origin::{Origin, OriginPattern, OriginPolicy};
+use super::session_id::SessionKey;
 use super::shared::Shared;
 use super::{gate, mcp, ready, reply};
 use crate::app::App;
@@ -43,6 +44,8 @@ pub struct HttpSettings {
     pub authorization_servers: Vec<String>,
     /// Load limits.
     pub limits: Limits,
+    /// The key of `MCP-Session-Id` values.
+    pub sessions: SessionKey,
 }
 
 impl HttpSettings {
@@ -50,7 +53,11 @@ impl HttpSettings {
     ///
     /// # Errors
     /// A bad `--public-url`, `--cors-origin` or `CYBEROS_HTTP_*` value.
-    pub fn from_config(config: &Config, bound: SocketAddr) -> Result<HttpSettings, ConfigError> {
+    pub fn from_config(
+        config: &Config,
+        bound: SocketAddr,
+        sessions: SessionKey,
+    ) -> Result<HttpSettings, ConfigError> {
         let public_url = config
             .public_url
             .clone()
@@ -84,6 +91,7 @@ impl HttpSettings {
             },
             authorization_servers,
             limits: Limits::from_options(&config.http_limits)?,
+            sessions,
         })
     }
 }
@@ -119,6 +127,7 @@ pub fn router(app: App, settings: HttpSettings, shutdown: CancellationToken) -> 
         policy: settings.policy,
         gauges: Gauges::new(&settings.limits),
         limits: settings.limits,
+        sessions: settings.sessions,
         shutdown,
         ready: tokio::sync::Mutex::new(None),
     });
@@ -168,7 +177,7 @@ async fn edge(State(s): State<Arc<Shared>>, mut req: Request, next: Next) -> Res
         h.insert(ACCESS_CONTROL_ALLOW_ORIGIN, origin);
         h.insert(
             ACCESS_CONTROL_EXPOSE_HEADERS,
-            HeaderValue::from_static("WWW-Authenticate"),
+            HeaderValue::from_static("WWW-Authenticate, MCP-Session-Id"),
         );
     }
     resp
@@ -191,7 +200,7 @@ fn preflight(s: &Shared, origin: Origin, headers: &HeaderMap) -> Response {
             h.insert(
                 ACCESS_CONTROL_ALLOW_HEADERS,
                 HeaderValue::from_static(
-                    "Authorization, Content-Type, MCP-Protocol-Version, Last-Event-ID, Mcp-Session-Id",
+                    "Authorization, Content-Type, MCP-Protocol-Version, Last-Event-ID, MCP-Session-Id",
                 ),
             );
             h.insert(ACCESS_CONTROL_MAX_AGE, HeaderValue::from_static("600"));

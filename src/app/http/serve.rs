@@ -15,8 +15,9 @@ use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
 use super::router::{HttpSettings, router};
-use crate::app::App;
+use super::session_id::SessionKey;
 use crate::app::config::{Config, ConfigError};
+use crate::app::{App, wiring};
 
 /// Time a client has to send a request's headers, and the longest idle keep-alive.
 const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
@@ -61,7 +62,8 @@ pub async fn serve(
     };
     let listener = TcpListener::bind(config.listen).await.map_err(bind_error)?;
     let bound = listener.local_addr().map_err(bind_error)?;
-    let settings = HttpSettings::from_config(config, bound)?;
+    let sessions = SessionKey::new(&wiring::session_key(config)?);
+    let settings = HttpSettings::from_config(config, bound, sessions)?;
     if !settings.policy.loopback && config.public_url.is_none() {
         tracing::warn!(
             "listening beyond loopback without --public-url: tokens' audience and the RFC 9728 resource will name {}",

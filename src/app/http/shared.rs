@@ -17,6 +17,8 @@ pub(crate) struct Shared {
     /// The RFC 9728 document, serialized once.
     pub(super) document: String,
     pub(super) limits: Limits,
+    /// Signs and opens `MCP-Session-Id` values.
+    pub(super) sessions: super::session_id::SessionKey,
     pub(super) gauges: Gauges,
     pub(super) shutdown: CancellationToken,
     /// The last `/readyz` answer and when it was found.

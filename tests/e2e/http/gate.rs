@@ -133,7 +133,7 @@ async fn a_cors_origin_is_granted_exactly_and_others_are_refused() {
     assert_eq!(ok.header("vary"), Some("Origin"));
     assert_eq!(
         ok.header("access-control-expose-headers"),
-        Some("WWW-Authenticate")
+        Some("WWW-Authenticate, MCP-Session-Id")
     );
     // A browser client can read the 401 challenge.
     let denied = s
@@ -172,7 +172,7 @@ async fn a_cors_origin_is_granted_exactly_and_others_are_refused() {
     );
     assert_eq!(
         pre.header("access-control-allow-headers"),
-        Some("Authorization, Content-Type, MCP-Protocol-Version, Last-Event-ID, Mcp-Session-Id")
+        Some("Authorization, Content-Type, MCP-Protocol-Version, Last-Event-ID, MCP-Session-Id")
     );
     for origin in [
         "https://other.example",
@@ -279,11 +279,10 @@ async fn transport_errors_come_in_order_with_json_rpc_bodies() {
         .await;
     error_body(&html, 406, -32600, "input_validation");
 
-    for method in [reqwest::Method::GET, reqwest::Method::DELETE] {
-        let reply = s.send(s.client.request(method, s.url("/mcp"))).await;
-        error_body(&reply, 405, -32600, "input_validation");
-        assert_eq!(reply.header("allow"), Some("POST, OPTIONS"));
-    }
+    // No GET stream (DELETE ends a session: tests/e2e/http/sessions.rs).
+    let reply = s.send(s.client.get(s.url("/mcp"))).await;
+    error_body(&reply, 405, -32600, "input_validation");
+    assert_eq!(reply.header("allow"), Some("POST, DELETE, OPTIONS"));
     let missing = s.send(s.client.get(s.url("/nope"))).await;
     error_body(&missing, 404, -32600, "input_validation");
 

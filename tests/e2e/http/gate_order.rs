@@ -204,6 +204,7 @@ fn app(post: &Post) -> Router {
             }),
             request_timeout: Duration::from_secs(30),
         },
+        sessions: cyberos_mcp_bridge::app::http::SessionKey::new(&[7; 32]),
     };
     router(app, settings, CancellationToken::new())
 }

@@ -369,4 +369,12 @@ impl cyberos_mcp_bridge::ports::ConfirmationLedger for InMemoryLedger {
     ) -> Result<bool, DomainError> {
         Ok(self.0.lock().unwrap().insert(format!("{tenant}/{jti}")))
     }
+
+    async fn used(
+        &self,
+        tenant: &cyberos_mcp_bridge::domain::TenantId,
+        jti: &str,
+    ) -> Result<bool, DomainError> {
+        Ok(self.0.lock().unwrap().contains(&format!("{tenant}/{jti}")))
+    }
 }

@@ -163,13 +163,16 @@ impl Server {
 
     /// A dev token for `tenant` from this server's data dir (every scope unless given).
     pub fn token(&self, tenant: &str, scopes: Option<&str>) -> String {
+        self.token_with(tenant, &scopes.map_or(Vec::new(), |s| vec!["--scopes", s]))
+    }
+
+    /// A dev token for `tenant` with more `dev-token` flags (e.g. `--sub`).
+    pub fn token_with(&self, tenant: &str, flags: &[&str]) -> String {
         let mut cmd = Command::new(binary());
         cmd.arg("--data-dir")
             .arg(&self.data)
-            .args(["dev-token", "--tenant", tenant]);
-        if let Some(s) = scopes {
-            cmd.args(["--scopes", s]);
-        }
+            .args(["dev-token", "--tenant", tenant])
+            .args(flags);
         let out = cmd.output().unwrap();
         assert!(out.status.success(), "{out:?}");
         String::from_utf8(out.stdout).unwrap().trim().to_owned()

@@ -259,6 +259,7 @@ mock! {
     #[async_trait]
     impl ConfirmationLedger for Ledger {
         async fn claim(&self, tenant: &TenantId, jti: &str, expires_at: Timestamp) -> Result<bool, DomainError>;
+        async fn used(&self, tenant: &TenantId, jti: &str) -> Result<bool, DomainError>;
     }
 }
 

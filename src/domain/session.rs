@@ -1,0 +1,77 @@
+//! HTTP sessions whose state travels with the client (CONTRACT §10): what a session
+//! remembers of its `initialize`, and when a request may use it. Sealing (the MAC) and the
+//! wire form live in `app::http::session_id`; the denylist of ended sessions in the store.
+
+use crate::domain::{Principal, TenantId, Timestamp};
+
+/// How long a session lives after `initialize`.
+pub const SESSION_TTL_MS: i64 = 24 * 3600 * 1000;
+
+/// What the bridge must remember of a client between its stateless requests.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionState {
+    /// Random, so every session id is unique; the key of its denylist entry.
+    pub nonce: String,
+    /// The negotiated protocol version.
+    pub protocol: String,
+    /// The tenant of the token that initialised it.
+    pub tenant: TenantId,
+    /// The subject (`sub`) of that token.
+    pub subject: String,
+    /// `clientInfo.name`, clipped.
+    pub client: Option<String>,
+    /// Whether the client declared the `elicitation` capability.
+    pub elicitation: bool,
+    /// When it ends.
+    pub expires_at: Timestamp,
+}
+
+impl SessionState {
+    /// Whether a request by `principal` at `now` may use this session: the same tenant and
+    /// subject as the token that opened it, and not expired. A session never authenticates:
+    /// the request's own token did that already.
+    pub fn admits(&self, principal: &Principal, now: Timestamp) -> bool {
+        self.tenant == principal.tenant && self.subject == principal.actor && now < self.expires_at
+    }
+
+    /// The key under which an ended session is remembered until it expires.
+    pub fn ledger_key(&self) -> String {
+        format!("session:{}", self.nonce)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn principal(tenant: &str, actor: &str) -> Principal {
+        Principal {
+            tenant: TenantId::parse(tenant).unwrap(),
+            actor: actor.into(),
+            scopes: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn only_its_own_tenant_and_subject_use_a_session_until_it_expires() {
+        let a = "aaaaaaaa-0000-4000-8000-00000000000a";
+        let s = SessionState {
+            nonce: "n".into(),
+            protocol: "2025-11-25".into(),
+            tenant: TenantId::parse(a).unwrap(),
+            subject: "alice".into(),
+            client: None,
+            elicitation: true,
+            expires_at: Timestamp::from_unix_millis(1_000),
+        };
+        let now = Timestamp::from_unix_millis(999);
+        assert!(s.admits(&principal(a, "alice"), now));
+        assert!(!s.admits(&principal(a, "bob"), now));
+        assert!(!s.admits(
+            &principal("bbbbbbbb-0000-4000-8000-00000000000b", "alice"),
+            now
+        ));
+        assert!(!s.admits(&principal(a, "alice"), Timestamp::from_unix_millis(1_000)));
+        assert_eq!(s.ledger_key(), "session:n");
+    }
+}
