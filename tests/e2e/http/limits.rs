@@ -12,7 +12,8 @@ use crate::support::http_server::{Server, error_body, open_stream, read, rpc};
 
 #[tokio::test]
 async fn tools_calls_beyond_the_tenant_rate_get_429_with_retry_after() {
-    let s = Server::start_env(&[], &[("CYBEROS_HTTP_CALL_RATE", "1/2")]);
+    // One token per 20 s: a slow machine cannot refill the bucket during the test.
+    let s = Server::start_env(&[], &[("CYBEROS_HTTP_CALL_RATE", "0.05/2")]);
     let t = s.token(LOCAL, None);
     let call = rpc(
         3,

@@ -56,7 +56,8 @@ async fn one_tenants_waits_neither_starve_others_nor_exceed_its_share() {
 async fn task_calls_count_against_the_tenant_rate() {
     let s = Server::start_env(
         &["--cuo-command", &paced(3000)],
-        &[("CYBEROS_HTTP_CALL_RATE", "1/3")],
+        // One token per 20 s: a slow machine cannot refill the bucket during the test.
+        &[("CYBEROS_HTTP_CALL_RATE", "0.05/3")],
     );
     let t = s.token(LOCAL, None);
     let id = start_task(&s, &t).await;
