@@ -9,4 +9,5 @@ mod resolve;
 
 pub use error::ConfigError;
 pub use options::{Cli, Command, LogFormat, Options, Transport};
+pub use otel::{OtlpProtocol, OtlpTarget};
 pub use resolve::{Config, HttpLimitOptions, IdentityConfig};

@@ -7,6 +7,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use serde::Deserialize;
 
 use super::error::ConfigError;
+use super::otel::OtlpProtocol;
 use crate::app::{LongRunning, ToolErrors, ToolNames};
 
 /// The command line.
@@ -199,9 +200,24 @@ pub struct Options {
     )]
     #[serde(default)]
     pub dev: bool,
-    /// OTLP gRPC endpoint for spans.
+    /// OTLP collector for spans and metrics.
     #[arg(long, global = true, env = "CYBEROS_OTLP_ENDPOINT", value_name = "URL")]
     pub otlp_endpoint: Option<String>,
+    /// OTLP transport: grpc (default) or http/protobuf.
+    #[arg(long, global = true, env = "CYBEROS_OTLP_PROTOCOL", value_enum)]
+    pub otlp_protocol: Option<OtlpProtocol>,
+    /// Serve Prometheus metrics at http://ADDR/metrics (off by default).
+    #[arg(long, global = true, env = "CYBEROS_METRICS_LISTEN", value_name = "ADDR")]
+    pub metrics_listen: Option<String>,
+    /// Label metrics with the tenant: a series per tenant, so mind the cardinality.
+    #[arg(
+        long,
+        global = true,
+        env = "CYBEROS_METRICS_TENANT_LABEL",
+        value_parser = clap::builder::BoolishValueParser::new()
+    )]
+    #[serde(default)]
+    pub metrics_tenant_label: bool,
     /// How fixable tool errors are sent: jsonrpc (default) or result.
     #[arg(long, global = true, env = "CYBEROS_TOOL_ERRORS", value_enum)]
     pub tool_errors: Option<ToolErrors>,
@@ -334,6 +350,8 @@ impl Options {
             jwt_audience,
             authorization_server,
             otlp_endpoint,
+            otlp_protocol,
+            metrics_listen,
             tool_errors,
             long_running,
             tool_names,
@@ -353,6 +371,7 @@ impl Options {
         }
         fill_vec!(cors_origin, cuo_env, skills_dir, wait_client);
         self.dev |= file.dev;
+        self.metrics_tenant_label |= file.metrics_tenant_label;
         Ok(self)
     }
 }

@@ -73,7 +73,20 @@ pub async fn serve(
             "no --authorization-server or --jwt-issuer: clients cannot discover where to get tokens"
         );
     }
-    let service = TowerToHyperService::new(router(app, settings, shutdown.clone()));
+    let service = router(app, settings, shutdown.clone());
+    tracing::info!(version = env!("CARGO_PKG_VERSION"), "listening on {bound}");
+    accept(listener, service, shutdown).await;
+    Ok(())
+}
+
+/// Serves `service` on `listener` with the connection limits above until `shutdown`;
+/// then stops accepting and drains in-flight requests (bounded by [`DRAIN`]).
+pub(super) async fn accept(
+    listener: TcpListener,
+    service: axum::Router,
+    shutdown: CancellationToken,
+) {
+    let service = TowerToHyperService::new(service);
     let mut http = hyper::server::conn::http1::Builder::new();
     http.timer(TokioTimer::new())
         .header_read_timeout(HEADER_READ_TIMEOUT)
@@ -81,7 +94,6 @@ pub async fn serve(
         .max_buf_size(MAX_BUF);
     let connections = Arc::new(Semaphore::new(MAX_CONNECTIONS));
     let graceful = GracefulShutdown::new();
-    tracing::info!(version = env!("CARGO_PKG_VERSION"), "listening on {bound}");
     loop {
         let permit = tokio::select! {
             permit = Arc::clone(&connections).acquire_owned() => permit,
@@ -118,5 +130,4 @@ pub async fn serve(
     {
         tracing::warn!("some requests did not finish within {DRAIN:?}; closing them");
     }
-    Ok(())
 }
