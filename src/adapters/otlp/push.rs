@@ -59,10 +59,10 @@ impl PushMetricExporter for Push {
     /// export starts failing and when it recovers, and `Meters` reports a failed last
     /// export at exit.
     async fn export(&self, metrics: &ResourceMetrics) -> OTelSdkResult {
-        let sent = self.run(tokio::time::timeout(
-            EXPORT_TIMEOUT,
-            self.inner.export(metrics),
-        ));
+        // The timer is made inside the runtime (it needs its time driver).
+        let sent = self.run(async {
+            tokio::time::timeout(EXPORT_TIMEOUT, self.inner.export(metrics)).await
+        });
         let failure = match sent {
             Some(Ok(Ok(()))) => None,
             Some(Ok(Err(e))) => Some(crate::lines::clip(&e.to_string(), 200).into_owned()),

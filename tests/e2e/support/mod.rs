@@ -1,9 +1,9 @@
 //! Test harnesses and doubles, shared by the scenario modules: the built binary over
 //! stdio (`binary`) and over HTTP (`http_server`), the CUO children it starts
 //! (`cuo_children`), the library over an in-memory pipe (`in_process`), fakes behind the
-//! ports (`fakes`), real servers for the upstreams (`memory_server`, `collector`), the MCP
-//! schema check (`schema`), the Postgres test databases (`pg`) and a loopback TCP proxy
-//! that can be cut (`tcp_proxy`).
+//! ports (`fakes`), real servers for the upstreams (`memory_server`, `collector`: OTLP
+//! receivers), the Prometheus scrape (`scrape`), the MCP schema check (`schema`), the
+//! Postgres test databases (`pg`) and a loopback TCP proxy that can be cut (`tcp_proxy`).
 
 pub mod binary;
 pub mod collector;
@@ -19,6 +19,7 @@ pub mod module_graph;
 pub mod pg;
 pub mod rust_source;
 pub mod schema;
+pub mod scrape;
 pub mod tcp_proxy;
 
 use std::path::{Path, PathBuf};
