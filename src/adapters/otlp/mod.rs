@@ -92,7 +92,9 @@ pub fn start(target: &Target) -> Result<Otlp, String> {
     let dropped = opentelemetry::global::meter(env!("CARGO_PKG_NAME"))
         .u64_observable_counter("cyberos.spans.dropped")
         .with_unit("{span}")
-        .with_description("Spans not exported: queue full, collector failing or slow, or left at exit")
+        .with_description(
+            "Spans not exported: queue full, collector failing or slow, or left at exit",
+        )
         .with_callback(move |counter| counter.observe(observed.dropped(), &[]))
         .build();
     let provider = SdkTracerProvider::builder()

@@ -60,9 +60,8 @@ impl PushMetricExporter for Push {
     /// export at exit.
     async fn export(&self, metrics: &ResourceMetrics) -> OTelSdkResult {
         // The timer is made inside the runtime (it needs its time driver).
-        let sent = self.run(async {
-            tokio::time::timeout(EXPORT_TIMEOUT, self.inner.export(metrics)).await
-        });
+        let sent = self
+            .run(async { tokio::time::timeout(EXPORT_TIMEOUT, self.inner.export(metrics)).await });
         let failure = match sent {
             Some(Ok(Ok(()))) => None,
             Some(Ok(Err(e))) => Some(crate::lines::clip(&e.to_string(), 200).into_owned()),

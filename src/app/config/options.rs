@@ -207,7 +207,12 @@ pub struct Options {
     #[arg(long, global = true, env = "CYBEROS_OTLP_PROTOCOL", value_enum)]
     pub otlp_protocol: Option<OtlpProtocol>,
     /// Serve Prometheus metrics at http://ADDR/metrics (off by default).
-    #[arg(long, global = true, env = "CYBEROS_METRICS_LISTEN", value_name = "ADDR")]
+    #[arg(
+        long,
+        global = true,
+        env = "CYBEROS_METRICS_LISTEN",
+        value_name = "ADDR"
+    )]
     pub metrics_listen: Option<String>,
     /// Label metrics with the tenant: a series per tenant, so mind the cardinality.
     #[arg(

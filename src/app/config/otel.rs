@@ -200,7 +200,14 @@ mod tests {
             let flagged = run(Some(url), None, &vars).unwrap();
             assert_eq!((flagged.traces, flagged.metrics), (grpc(url), grpc(url)));
         }
-        assert!(run(None, None, &[("OTEL_EXPORTER_OTLP_ENDPOINT", "collector:4317")]).is_err());
+        assert!(
+            run(
+                None,
+                None,
+                &[("OTEL_EXPORTER_OTLP_ENDPOINT", "collector:4317")]
+            )
+            .is_err()
+        );
     }
 
     #[test]
@@ -244,7 +251,8 @@ mod tests {
         ];
         let err = run(None, None, &vars).unwrap_err();
         assert!(
-            err.0.starts_with("OTEL_EXPORTER_OTLP_METRICS_PROTOCOL=http/json"),
+            err.0
+                .starts_with("OTEL_EXPORTER_OTLP_METRICS_PROTOCOL=http/json"),
             "{err}"
         );
         assert!(run(None, Some(OtlpProtocol::Grpc), &vars).is_ok());

@@ -125,9 +125,7 @@ pub fn request_ended(
     if let Some(class) = failed {
         attrs.push(KeyValue::new("error.type", class.as_str()));
     }
-    instruments()
-        .duration
-        .record(took.as_secs_f64(), &attrs);
+    instruments().duration.record(took.as_secs_f64(), &attrs);
 }
 
 /// A `tools/call` ended: its duration and its count by tool and outcome.

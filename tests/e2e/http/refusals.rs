@@ -31,7 +31,10 @@ async fn each_refusal_is_counted_by_its_reason() {
     let t = s.token(LOCAL, None);
     let ping = rpc(1, "ping", json!({})).to_string();
     let origin = [("origin", "https://evil.example")];
-    assert_eq!(s.post_with(Some(&t), ping.clone(), &origin).await.status, 403);
+    assert_eq!(
+        s.post_with(Some(&t), ping.clone(), &origin).await.status,
+        403
+    );
     assert_eq!(s.post_with(None, ping, &[]).await.status, 401);
     assert_eq!(headers_only(&s, &t, 4 * 1024 * 1024 + 1).await.status, 413);
     let call = rpc(

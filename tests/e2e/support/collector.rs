@@ -62,7 +62,12 @@ struct Sink {
 fn text_attrs(attrs: &[KeyValue]) -> Vec<(String, String)> {
     attrs
         .iter()
-        .filter_map(|kv| Some((kv.key.clone(), value_text(kv.value.as_ref()?.value.as_ref()?)?)))
+        .filter_map(|kv| {
+            Some((
+                kv.key.clone(),
+                value_text(kv.value.as_ref()?.value.as_ref()?)?,
+            ))
+        })
         .collect()
 }
 
@@ -242,17 +247,21 @@ impl Collector {
         let routes = axum::Router::new()
             .route(
                 "/v1/traces",
-                post(move |h: axum::http::HeaderMap, body: axum::body::Bytes| async move {
-                    let empty = ExportTraceServiceResponse::default();
-                    otlp_http(&traces, &h, &body, Sink::take_spans, empty)
-                }),
+                post(
+                    move |h: axum::http::HeaderMap, body: axum::body::Bytes| async move {
+                        let empty = ExportTraceServiceResponse::default();
+                        otlp_http(&traces, &h, &body, Sink::take_spans, empty)
+                    },
+                ),
             )
             .route(
                 "/v1/metrics",
-                post(move |h: axum::http::HeaderMap, body: axum::body::Bytes| async move {
-                    let empty = ExportMetricsServiceResponse::default();
-                    otlp_http(&metrics, &h, &body, Sink::take_metrics, empty)
-                }),
+                post(
+                    move |h: axum::http::HeaderMap, body: axum::body::Bytes| async move {
+                        let empty = ExportMetricsServiceResponse::default();
+                        otlp_http(&metrics, &h, &body, Sink::take_metrics, empty)
+                    },
+                ),
             );
         let addr = serve_on_loopback(move |listener| async move {
             axum::serve(listener, routes).await.unwrap();

@@ -68,7 +68,10 @@ fn a_scrape_after_calls_and_a_task_shows_the_named_metrics_without_tenants() {
     let text = scrape_until(&url, ended);
     let duration = "mcp_server_operation_duration_seconds_count";
     let tools_call = ("mcp_method_name", "tools/call");
-    let listed = [tools_call, ("gen_ai_tool_name", "cyberos.skill.list_skills")];
+    let listed = [
+        tools_call,
+        ("gen_ai_tool_name", "cyberos.skill.list_skills"),
+    ];
     assert_eq!(sample(&text, duration, &listed), Some(1.0), "{text}");
     let refused = [
         ("gen_ai_tool_name", "cyberos.cuo.route"),
@@ -81,14 +84,20 @@ fn a_scrape_after_calls_and_a_task_shows_the_named_metrics_without_tenants() {
     );
     assert!(sample(&text, duration, &[("mcp_method_name", "tasks/result")]).is_some());
     // The semantic conventions' buckets, in seconds.
-    assert!(text.contains("le=\"0.01\"") && text.contains("le=\"300\""), "{text}");
+    assert!(
+        text.contains("le=\"0.01\"") && text.contains("le=\"300\""),
+        "{text}"
+    );
     let calls = "cyberos_tool_calls_total";
     let other = [
         ("gen_ai_tool_name", "_OTHER"),
         ("cyberos_outcome", "input_validation"),
     ];
     assert_eq!(sample(&text, calls, &other), Some(1.0), "{text}");
-    assert!(!text.contains("no.such.tool"), "an unknown name is no label");
+    assert!(
+        !text.contains("no.such.tool"),
+        "an unknown name is no label"
+    );
     assert_eq!(
         sample(&text, calls, &[workflow, ("cyberos_outcome", "success")]),
         Some(1.0)
@@ -104,8 +113,15 @@ fn a_scrape_after_calls_and_a_task_shows_the_named_metrics_without_tenants() {
         Some(0.0)
     );
     // The shared child for short calls is still alive; the run's child is gone.
-    assert_eq!(sample(&text, "cyberos_cuo_children", &[]), Some(1.0), "{text}");
-    assert!(!text.contains("cyberos_tenant_id"), "no tenant label by default");
+    assert_eq!(
+        sample(&text, "cyberos_cuo_children", &[]),
+        Some(1.0),
+        "{text}"
+    );
+    assert!(
+        !text.contains("cyberos_tenant_id"),
+        "no tenant label by default"
+    );
     assert!(b.close().success());
 }
 
@@ -122,7 +138,11 @@ fn with_the_opt_in_metrics_carry_the_tenant() {
         "{text}"
     );
     assert_eq!(
-        sample(&text, "mcp_server_operation_duration_seconds_count", &listed),
+        sample(
+            &text,
+            "mcp_server_operation_duration_seconds_count",
+            &listed
+        ),
         Some(1.0)
     );
     assert!(b.close().success());
@@ -147,4 +167,19 @@ fn the_scrape_answers_only_get_metrics_and_a_taken_address_is_a_failed_start() {
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("--metrics-listen"), "{err}");
+}
+
+#[test]
+fn the_spans_a_down_collector_refuses_are_counted_in_the_scrape() {
+    let refused = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("http://{}", l.local_addr().unwrap())
+    };
+    let (mut b, url) = scraped(&["--otlp-endpoint", &refused]);
+    assert!(b.call("cyberos.skill.list_skills", json!({}))["result"].is_object());
+    // The export thread sends its batch within a second and counts it as dropped.
+    let dropped = |text: &str| sample(text, "cyberos_spans_dropped_total", &[]);
+    let text = scrape_until(&url, |t| dropped(t).is_some_and(|n| n >= 1.0));
+    assert!(dropped(&text) >= Some(1.0), "{text}");
+    assert!(b.close().success());
 }
