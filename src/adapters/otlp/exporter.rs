@@ -1,7 +1,9 @@
 //! The OTLP exporters of both signals over either transport: gRPC (tonic) or HTTP with
-//! protobuf bodies (reqwest); `https://` uses TLS with the Mozilla roots either way.
+//! protobuf bodies (reqwest); `https://` uses TLS with the Mozilla roots either way. And
+//! the resource both signals describe.
 
 use opentelemetry_otlp::{WithExportConfig, WithHttpConfig, WithTonicConfig};
+use opentelemetry_sdk::Resource;
 
 use super::worker::EXPORT_TIMEOUT;
 
@@ -76,4 +78,24 @@ fn http_client() -> Result<reqwest::Client, String> {
 /// TLS for `https://` gRPC collectors, trusting the Mozilla root set.
 fn tonic_tls() -> opentelemetry_otlp::tonic_types::transport::ClientTlsConfig {
     opentelemetry_otlp::tonic_types::transport::ClientTlsConfig::new().with_webpki_roots()
+}
+
+/// What every exported span and metric says about this process: `service.name` (unless
+/// the standard variables name it) and `service.version`.
+pub(super) fn resource() -> Resource {
+    let mut resource = Resource::builder();
+    let named_by_env = std::env::var_os("OTEL_SERVICE_NAME").is_some()
+        || std::env::var("OTEL_RESOURCE_ATTRIBUTES").is_ok_and(|a| {
+            a.split(',')
+                .any(|kv| kv.trim().starts_with("service.name="))
+        });
+    if !named_by_env {
+        resource = resource.with_service_name(env!("CARGO_PKG_NAME"));
+    }
+    resource
+        .with_attribute(opentelemetry::KeyValue::new(
+            "service.version",
+            env!("CARGO_PKG_VERSION"),
+        ))
+        .build()
 }

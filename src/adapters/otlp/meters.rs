@@ -8,6 +8,7 @@ use std::time::Instant;
 
 use opentelemetry_sdk::metrics::{PeriodicReader, SdkMeterProvider};
 
+use super::exporter::{Target, resource};
 use super::push::{Push, PushState};
 
 /// The metrics pipeline of a running bridge.
@@ -41,8 +42,8 @@ impl Meters {
     ///
     /// # Errors
     /// The OTLP endpoint is unusable, or a reader could not start.
-    pub fn start(push: Option<&super::Target>, scrape: bool) -> Result<Meters, String> {
-        let mut builder = SdkMeterProvider::builder().with_resource(super::resource());
+    pub fn start(push: Option<&Target>, scrape: bool) -> Result<Meters, String> {
+        let mut builder = SdkMeterProvider::builder().with_resource(resource());
         let mut state = None;
         if let Some(target) = push {
             let shared = Arc::new(PushState::default());

@@ -24,7 +24,6 @@ mod worker;
 use std::sync::Arc;
 use std::time::Duration;
 
-use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::trace::SdkTracerProvider;
 
 pub use batch::BoundedBatch;
@@ -83,7 +82,7 @@ impl Otlp {
 /// # Errors
 /// The endpoint is not a valid URL, or the export thread could not start.
 pub fn start(target: &Target) -> Result<Otlp, String> {
-    let resource = resource();
+    let resource = exporter::resource();
     let target = target.clone();
     let processor = BoundedBatch::start(&resource, move || exporter::spans(&target))?;
     let stats = processor.stats();
@@ -107,24 +106,4 @@ pub fn start(target: &Target) -> Result<Otlp, String> {
         gate,
         _dropped: dropped,
     })
-}
-
-/// What every exported span and metric says about this process: `service.name` (unless
-/// the standard variables name it) and `service.version`.
-pub(crate) fn resource() -> Resource {
-    let mut resource = Resource::builder();
-    let named_by_env = std::env::var_os("OTEL_SERVICE_NAME").is_some()
-        || std::env::var("OTEL_RESOURCE_ATTRIBUTES").is_ok_and(|a| {
-            a.split(',')
-                .any(|kv| kv.trim().starts_with("service.name="))
-        });
-    if !named_by_env {
-        resource = resource.with_service_name(env!("CARGO_PKG_NAME"));
-    }
-    resource
-        .with_attribute(opentelemetry::KeyValue::new(
-            "service.version",
-            env!("CARGO_PKG_VERSION"),
-        ))
-        .build()
 }

@@ -13,10 +13,10 @@ use opentelemetry_sdk::metrics::Temporality;
 use opentelemetry_sdk::metrics::data::ResourceMetrics;
 use opentelemetry_sdk::metrics::exporter::PushMetricExporter;
 
+use super::exporter::Target;
 use super::worker::EXPORT_TIMEOUT;
 
-/// Whether the last export failed, shared with [`Meters`](super::Meters) for the exit
-/// warning.
+/// Whether the last export failed, shared with `Meters` for the exit warning.
 #[derive(Debug, Default)]
 pub(super) struct PushState {
     pub(super) failing: AtomicBool,
@@ -33,7 +33,7 @@ pub(super) struct Push {
 
 impl Push {
     /// Builds the exporter for `target` inside a new runtime.
-    pub(super) fn start(target: &super::Target, state: Arc<PushState>) -> Result<Push, String> {
+    pub(super) fn start(target: &Target, state: Arc<PushState>) -> Result<Push, String> {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()

@@ -12,7 +12,7 @@ use std::time::Duration;
 use opentelemetry::KeyValue;
 use opentelemetry::metrics::{Counter, Histogram, UpDownCounter};
 
-use super::timed::Outcome;
+use super::outcome::Outcome;
 use crate::domain::{ErrorClass, TenantId};
 
 /// The label of a value outside a known set (the semantic conventions' word for it).

@@ -16,11 +16,13 @@
 mod context;
 mod layer;
 mod metrics;
+mod outcome;
 mod span;
 mod timed;
 
 pub use context::{Parent, parse_traceparent, parse_tracestate};
 pub use layer::otel_layer;
 pub use metrics::{OTHER, Refusal, label_tenants, refused, request_ended};
+pub use outcome::Outcome;
 pub use span::{CallSpan, PLUGIN_ID, TaskSpan, request_trace_id};
-pub use timed::{Outcome, TARGET, set_export_gate};
+pub use timed::{TARGET, set_export_gate};

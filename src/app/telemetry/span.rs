@@ -10,7 +10,8 @@ use tracing_opentelemetry::OpenTelemetrySpanExt;
 
 use super::context::Parent;
 use super::metrics;
-use super::timed::{Kind, Outcome, TARGET, Timed, UNEXPORTED, exporting};
+use super::outcome::Outcome;
+use super::timed::{Kind, TARGET, Timed, UNEXPORTED, exporting};
 use crate::app::rpc::PROTOCOL_VERSION;
 use crate::app::trace::{new_span_id, new_trace_id, request_trace};
 use crate::domain::ids::hex_lower;

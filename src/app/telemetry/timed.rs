@@ -10,7 +10,8 @@ use tracing::Span;
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 
 use super::metrics;
-use crate::domain::{ErrorClass, TenantId};
+use super::outcome::Outcome;
+use crate::domain::TenantId;
 
 /// The `tracing` target of the spans that are exported.
 pub const TARGET: &str = "cyberos::span";
@@ -30,35 +31,6 @@ pub fn set_export_gate(gate: Gate) {
 
 pub(super) fn exporting() -> bool {
     EXPORT_GATE.get().is_none_or(|open| open())
-}
-
-/// How a call or run ended, for `cyberos.outcome`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Outcome {
-    /// It succeeded.
-    Success,
-    /// It failed with this class.
-    Failed(ErrorClass),
-    /// It was cancelled or stopped before it ended.
-    Cancelled,
-    /// Its handler panicked (the client got `internal_error`).
-    Panic,
-}
-
-impl Outcome {
-    /// The attribute value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Outcome::Success => "success",
-            Outcome::Failed(class) => class.as_str(),
-            Outcome::Cancelled => "cancelled",
-            Outcome::Panic => "panic",
-        }
-    }
-
-    fn failed(self) -> bool {
-        matches!(self, Outcome::Failed(_) | Outcome::Panic)
-    }
 }
 
 /// What a span measures: a `tools/call` (over `pipe` or `tcp`) or a task run.
