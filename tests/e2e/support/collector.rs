@@ -163,8 +163,9 @@ impl MetricsService for Sink {
 }
 
 /// Runs `serve` on a thread with a runtime of its own, on a listener bound to
-/// 127.0.0.1:0; returns the bound address.
-fn serve_on_loopback<F, Fut>(serve: F) -> std::net::SocketAddr
+/// 127.0.0.1:0; returns the bound address. (Here rather than in `support`: the stdio bench
+/// includes this file alone.)
+pub fn serve_on_loopback<F, Fut>(serve: F) -> std::net::SocketAddr
 where
     F: FnOnce(tokio::net::TcpListener) -> Fut + Send + 'static,
     Fut: std::future::Future<Output = ()>,
