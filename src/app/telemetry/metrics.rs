@@ -143,7 +143,7 @@ pub(super) fn call_ended(
     attrs.extend(tool.map(|t| KeyValue::new("gen_ai.tool.name", t)));
     attrs.extend(tenant_label(tenant));
     let mut timed = attrs.clone();
-    if matches!(outcome, Outcome::Failed(_) | Outcome::Panic) {
+    if outcome.failed() {
         timed.push(KeyValue::new("error.type", outcome.as_str()));
     }
     let i = instruments();
