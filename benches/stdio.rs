@@ -112,9 +112,10 @@ fn main() {
 }
 
 /// CONTRACT §9: a down collector never slows a call. The same tools/call with no exporter,
-/// with a working OTLP receiver (the test suite's), with `--otlp-endpoint` at a port nobody
-/// listens on, and at a listener that accepts and never answers; three interleaved rounds
-/// each, so the spread between rounds shows the noise.
+/// with only the metrics scrape on, with a working OTLP receiver (the test suite's; gRPC
+/// and HTTP), with `--otlp-endpoint` at a port nobody listens on (both protocols), and at
+/// a listener that accepts and never answers; three interleaved rounds each, so the
+/// spread between rounds shows the noise.
 fn collector_down(data: &std::path::Path, skills: &str, call: &Value, n: u64) {
     let refused = {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -127,15 +128,29 @@ fn collector_down(data: &std::path::Path, skills: &str, call: &Value, n: u64) {
         drop(held);
     });
     let up = collector::Collector::start();
+    let up_http = collector::Collector::start_http();
+    let http = ["--otlp-protocol", "http/protobuf", "--otlp-endpoint"];
     let mut configs = [
         ("no exporter", Vec::<&str>::new()),
+        (
+            "metrics scraped, no exporter",
+            vec!["--metrics-listen", "127.0.0.1:0"],
+        ),
         (
             "collector up",
             vec!["--otlp-endpoint", up.endpoint.as_str()],
         ),
         (
+            "collector up (http)",
+            [&http[..], &[up_http.endpoint.as_str()]].concat(),
+        ),
+        (
             "collector refused",
             vec!["--otlp-endpoint", refused.as_str()],
+        ),
+        (
+            "collector refused (http)",
+            [&http[..], &[refused.as_str()]].concat(),
         ),
         (
             "collector never answers",

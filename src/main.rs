@@ -1,5 +1,5 @@
-//! Entry point: parse the configuration, send logs to stderr (and spans to the collector),
-//! run, flush.
+//! Entry point: parse the configuration, send logs to stderr (and spans and metrics to the
+//! collector, metrics to the scrape), run, flush.
 
 use std::time::Duration;
 
@@ -8,11 +8,11 @@ use tracing_subscriber::Layer;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 
-use cyberos_mcp_bridge::app::cli::{self, EXIT_USAGE};
+use cyberos_mcp_bridge::app::cli::{self, EXIT_FAILED, EXIT_USAGE};
 use cyberos_mcp_bridge::app::config::{Cli, Command, Config, LogFormat, Sources, Transport};
-use cyberos_mcp_bridge::app::{telemetry, wiring};
+use cyberos_mcp_bridge::app::{http, telemetry, wiring};
 
-/// How long the last spans may take to reach the collector on the way out.
+/// How long the last spans and metrics may take to reach the collector on the way out.
 const FLUSH_WAIT: Duration = Duration::from_secs(2);
 
 fn main() {
@@ -23,13 +23,18 @@ fn main() {
         Ok(config) => config,
         Err(e) => usage_error(&e),
     };
-    // Only commands that run tools have spans to export.
+    // Only commands that run tools have spans and metrics to export; only serving is
+    // scraped. Metrics first: the span pipeline reports its drops as a metric.
     let exports = matches!(cli.command, None | Some(Command::Call { .. }));
-    let mut otlp = if exports {
-        wiring::span_export(&config).unwrap_or_else(|e| usage_error(&e))
+    let serving = cli.command.is_none();
+    let (meters, mut otlp) = if exports {
+        let meters = wiring::metrics(&config, serving).unwrap_or_else(|e| usage_error(&e));
+        let otlp = wiring::span_export(&config).unwrap_or_else(|e| usage_error(&e));
+        (meters, otlp)
     } else {
-        None
+        (None, None)
     };
+    let scrape = wiring::scrape(meters.as_ref());
     if let Some(otlp) = otlp.as_mut() {
         telemetry::set_export_gate(otlp.take_gate());
     }
@@ -58,9 +63,17 @@ fn main() {
             std::process::exit(1);
         }
     };
-    let code = runtime.block_on(cli::run(config, cli.command));
+    let code = runtime.block_on(async {
+        if let (Some(addr), Some(render)) = (config.metrics_listen, scrape)
+            && let Err(e) = http::serve_metrics(addr, render).await
+        {
+            eprintln!("cyberos-mcp-bridge: {e}");
+            return EXIT_FAILED;
+        }
+        cli::run(config, cli.command).await
+    });
     // Every exit path of `run` (stdin EOF, SIGTERM drain, a failed start) comes here.
-    wiring::flush_telemetry(otlp, FLUSH_WAIT);
+    wiring::flush_telemetry(otlp, meters, FLUSH_WAIT);
     // Do not wait for stray blocking reads (stdin) on the way out.
     runtime.shutdown_timeout(Duration::from_millis(200));
     std::process::exit(code);

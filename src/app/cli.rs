@@ -100,17 +100,25 @@ async fn serve(config: Config) -> i32 {
         let shutdown = CancellationToken::new();
         tokio::spawn(cancel_on_signal(shutdown.clone()));
         app.start_background(shutdown.clone());
-        let code = match crate::app::http::serve(app.clone(), &config, shutdown.clone()).await {
-            Ok(()) => EXIT_OK,
-            Err(e @ crate::app::http::ServeError::Config(_)) => {
-                eprintln!("cyberos-mcp-bridge: {e}");
-                EXIT_USAGE
-            }
+        let sessions = match wiring::session_key(&config) {
+            Ok(key) => crate::app::http::SessionKey::new(&key),
             Err(e) => {
                 eprintln!("cyberos-mcp-bridge: {e}");
-                EXIT_FAILED
+                return EXIT_USAGE;
             }
         };
+        let code =
+            match crate::app::http::serve(app.clone(), &config, sessions, shutdown.clone()).await {
+                Ok(()) => EXIT_OK,
+                Err(e @ crate::app::http::ServeError::Config(_)) => {
+                    eprintln!("cyberos-mcp-bridge: {e}");
+                    EXIT_USAGE
+                }
+                Err(e) => {
+                    eprintln!("cyberos-mcp-bridge: {e}");
+                    EXIT_FAILED
+                }
+            };
         shutdown.cancel();
         app.runner()
             .shutdown(std::time::Duration::from_secs(5))

@@ -277,10 +277,21 @@ fn resolved(c: &Config) -> Vec<Setting> {
     put("jwt-issuer", json!(id.jwt_issuer));
     put("jwt-audience", json!(id.audience));
     put("dev", json!(id.dev));
+    // Spans' collector; metrics go to the same unless the OTEL_*_METRICS_* variables differ.
+    let target = |t: &Option<crate::app::config::OtlpTarget>| {
+        json!(t.as_ref().map(|t| mask_url(&t.endpoint)))
+    };
+    let protocol = |t: &crate::app::config::OtlpTarget| match t.protocol {
+        crate::app::config::OtlpProtocol::Grpc => "grpc",
+        crate::app::config::OtlpProtocol::HttpProtobuf => "http/protobuf",
+    };
+    put("otlp-endpoint", target(&c.otlp_traces));
+    put("otlp-protocol", json!(c.otlp_traces.as_ref().map(protocol)));
     put(
-        "otlp-endpoint",
-        json!(c.otlp_endpoint.as_deref().map(mask_url)),
+        "metrics-listen",
+        json!(c.metrics_listen.map(|a| a.to_string())),
     );
+    put("metrics-tenant-label", json!(c.metrics_tenant_label));
     put("tool-errors", json!(c.tool_errors));
     put("long-running", json!(c.long_running));
     put("wait-client", json!(c.wait_clients));

@@ -3,7 +3,7 @@
 //! answered with `internal_error` in the request's trace.
 
 use std::panic::AssertUnwindSafe;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use futures::FutureExt;
 use serde_json::{Value, json};
@@ -50,6 +50,7 @@ pub async fn handle(app: &App, session: &Session, message: Incoming) -> Option<S
 
 /// Handles one request; also says what HTTP needs for its status.
 pub async fn answer(app: &App, session: &Session, req: Request) -> Answer {
+    let started = Instant::now();
     // The caller's trace: `params._meta.traceparent` (with its `tracestate`), else the
     // transport's (HTTP headers); otherwise a new one starts.
     let parent = Parent::from_headers(
@@ -73,13 +74,19 @@ pub async fn answer(app: &App, session: &Session, req: Request) -> Answer {
         tracing::error!(method = req.method.name(), trace_id = %trace, "handler panicked");
         Err(RpcError::panicked(trace))
     });
-    if let Some(call) = &call {
+    match &call {
         // Failures before the tool ran (params, unknown tool, session state); a call
         // that reached its tool has already recorded its outcome.
-        call.finish(match &result {
+        Some(call) => call.finish(match &result {
             Ok(_) => Outcome::Success,
             Err(e) => Outcome::Failed(e.class),
-        });
+        }),
+        None => telemetry::request_ended(
+            req.method.known_name().unwrap_or(telemetry::OTHER),
+            result.as_ref().err().map(|e| e.class),
+            started.elapsed(),
+            session.network(),
+        ),
     }
     match result {
         Ok(result) => Answer {

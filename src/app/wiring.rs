@@ -3,11 +3,13 @@
 
 use std::sync::Arc;
 
+mod telemetry;
+pub use telemetry::{flush_telemetry, metrics, scrape, span_export};
+
 use crate::adapters::cuo_process::{CuoSettings, ProcessCuoRunner};
 use crate::adapters::dev_key::{DEV_ISSUER, DevKey};
 use crate::adapters::jwt::{Issuer, JwtVerifier, VerifyingKey};
 use crate::adapters::memory_http::HttpMemoryClient;
-use crate::adapters::otlp::Otlp;
 use crate::adapters::postgres::PgStore;
 use crate::adapters::skills_fs::FsSkillIndex;
 use crate::adapters::sqlite::SqliteStore;
@@ -356,25 +358,4 @@ pub async fn app(config: &Config) -> Result<App, ConfigError> {
 /// A user-safe description of what failed.
 pub async fn migrate_postgres(url: &str) -> Result<(), String> {
     crate::adapters::postgres::migrate(url).await
-}
-
-/// Span export for commands that run tools (serving, `call`), when a collector is set.
-///
-/// # Errors
-/// The endpoint is unusable, or the export thread could not start.
-pub fn span_export(config: &Config) -> Result<Option<crate::adapters::otlp::Otlp>, ConfigError> {
-    config
-        .otlp_endpoint
-        .as_deref()
-        .map(crate::adapters::otlp::start)
-        .transpose()
-        .map_err(ConfigError)
-}
-
-/// The way out for [`span_export`]'s pipeline: exports what is queued, waiting at most
-/// `wait`, and stops it.
-pub fn flush_telemetry(export: Option<Otlp>, wait: std::time::Duration) {
-    if let Some(otlp) = export {
-        otlp.shutdown(wait);
-    }
 }

@@ -212,7 +212,9 @@ impl ChildCommand {
         });
 
         let closed = conn.closed.clone();
+        let alive = Alive::counted();
         tokio::spawn(async move {
+            let _alive = alive;
             tokio::select! {
                 status = child.wait() => {
                     tracing::debug!(pid = pgid, ?status, "CUO child exited");
@@ -227,6 +229,35 @@ impl ChildCommand {
             }
         });
         Ok(conn)
+    }
+}
+
+/// One child counted in the metric `cyberos.cuo.children` from its start until it is
+/// reaped (or the task waiting for it is dropped with the runtime).
+struct Alive;
+
+impl Alive {
+    fn gauge() -> &'static opentelemetry::metrics::UpDownCounter<i64> {
+        static GAUGE: std::sync::OnceLock<opentelemetry::metrics::UpDownCounter<i64>> =
+            std::sync::OnceLock::new();
+        GAUGE.get_or_init(|| {
+            opentelemetry::global::meter(env!("CARGO_PKG_NAME"))
+                .i64_up_down_counter("cyberos.cuo.children")
+                .with_unit("{process}")
+                .with_description("CUO child processes alive (the shared one and one per task run)")
+                .build()
+        })
+    }
+
+    fn counted() -> Alive {
+        Alive::gauge().add(1, &[]);
+        Alive
+    }
+}
+
+impl Drop for Alive {
+    fn drop(&mut self) {
+        Alive::gauge().add(-1, &[]);
     }
 }
 

@@ -1,5 +1,7 @@
-//! Span export off the request path: a bounded queue in front of an OTLP/gRPC exporter
-//! that runs on a thread and a Tokio runtime of its own.
+//! OpenTelemetry export. Spans leave off the request path: a bounded queue in front of an
+//! OTLP exporter (gRPC or HTTP) that runs on a thread and a Tokio runtime of its own.
+//! Metrics are aggregated by the SDK's meter provider (`meters`), pushed by OTLP
+//! (`push`) and/or rendered for a Prometheus scrape.
 //!
 //! Why not the SDK's `BatchSpanProcessor`: it calls the exporter from a plain thread
 //! (tonic needs a Tokio reactor there) and reports dropped spans only at shutdown. Here a
@@ -8,22 +10,25 @@
 //! is logged at most once a minute. A collector that never answers costs one export
 //! timeout per batch on the export thread, nothing on the request path.
 //!
-//! This module sets up the exporter (endpoint, TLS, resource) and the tracer provider;
-//! `batch` is the span processor, `queue` the bounded queue and counters, `worker` the
-//! export thread's loop.
+//! This module sets up the span pipeline (resource, tracer provider); `exporter` builds the
+//! exporters of either transport, `batch` is the span processor, `queue` the bounded
+//! queue and counters, `worker` the export thread's loop.
 
 mod batch;
+mod exporter;
+mod meters;
+mod push;
 mod queue;
 mod worker;
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use opentelemetry_otlp::{WithExportConfig, WithTonicConfig};
-use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::trace::SdkTracerProvider;
 
 pub use batch::BoundedBatch;
+pub use exporter::{Protocol, Target};
+pub use meters::{Flushing, Meters, Scrape};
 pub use queue::{ExportStats, MAX_BATCH, QUEUE};
 pub use worker::{BATCH_DELAY, EXPORT_TIMEOUT};
 
@@ -32,6 +37,8 @@ pub struct Otlp {
     provider: SdkTracerProvider,
     stats: Arc<ExportStats>,
     gate: Box<dyn Fn() -> bool + Send + Sync>,
+    /// Reports `cyberos.spans.dropped` while the meter provider lives.
+    _dropped: opentelemetry::metrics::ObservableCounter<u64>,
 }
 
 impl Otlp {
@@ -67,42 +74,28 @@ impl Otlp {
     }
 }
 
-/// Span export by OTLP/gRPC to `endpoint` through a [`BoundedBatch`].
-/// `OTEL_SERVICE_NAME`, `OTEL_RESOURCE_ATTRIBUTES` and the exporter's `OTEL_EXPORTER_OTLP_*`
-/// settings (headers, compression) are honoured.
+/// Span export by OTLP to `target` through a [`BoundedBatch`], and the dropped spans as
+/// the metric `cyberos.spans.dropped` (on the global meter provider, so install that
+/// first). `OTEL_SERVICE_NAME`, `OTEL_RESOURCE_ATTRIBUTES` and the exporter's
+/// `OTEL_EXPORTER_OTLP_*` settings (headers, compression) are honoured.
 ///
 /// # Errors
 /// The endpoint is not a valid URL, or the export thread could not start.
-pub fn start(endpoint: &str) -> Result<Otlp, String> {
-    let mut resource = Resource::builder();
-    let named_by_env = std::env::var_os("OTEL_SERVICE_NAME").is_some()
-        || std::env::var("OTEL_RESOURCE_ATTRIBUTES").is_ok_and(|a| {
-            a.split(',')
-                .any(|kv| kv.trim().starts_with("service.name="))
-        });
-    if !named_by_env {
-        resource = resource.with_service_name(env!("CARGO_PKG_NAME"));
-    }
-    let resource = resource
-        .with_attribute(opentelemetry::KeyValue::new(
-            "service.version",
-            env!("CARGO_PKG_VERSION"),
-        ))
-        .build();
-    let endpoint = endpoint.to_owned();
-    let processor = BoundedBatch::start(&resource, move || {
-        let tls = endpoint.starts_with("https://");
-        let mut builder = opentelemetry_otlp::SpanExporter::builder()
-            .with_tonic()
-            .with_endpoint(endpoint)
-            .with_timeout(EXPORT_TIMEOUT);
-        if tls {
-            builder = builder.with_tls_config(tonic_tls());
-        }
-        builder.build().map_err(|e| format!("--otlp-endpoint: {e}"))
-    })?;
+pub fn start(target: &Target) -> Result<Otlp, String> {
+    let resource = exporter::resource();
+    let target = target.clone();
+    let processor = BoundedBatch::start(&resource, move || exporter::spans(&target))?;
     let stats = processor.stats();
     let gate = Box::new(processor.gate());
+    let observed = Arc::clone(&stats);
+    let dropped = opentelemetry::global::meter(env!("CARGO_PKG_NAME"))
+        .u64_observable_counter("cyberos.spans.dropped")
+        .with_unit("{span}")
+        .with_description(
+            "Spans not exported: queue full, collector failing or slow, or left at exit",
+        )
+        .with_callback(move |counter| counter.observe(observed.dropped(), &[]))
+        .build();
     let provider = SdkTracerProvider::builder()
         .with_span_processor(processor)
         .with_resource(resource)
@@ -111,10 +104,6 @@ pub fn start(endpoint: &str) -> Result<Otlp, String> {
         provider,
         stats,
         gate,
+        _dropped: dropped,
     })
-}
-
-/// TLS for `https://` collectors, trusting the Mozilla root set.
-fn tonic_tls() -> opentelemetry_otlp::tonic_types::transport::ClientTlsConfig {
-    opentelemetry_otlp::tonic_types::transport::ClientTlsConfig::new().with_webpki_roots()
 }

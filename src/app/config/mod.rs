@@ -10,5 +10,6 @@ mod sources;
 
 pub use error::ConfigError;
 pub use options::{Cli, Command, LogFormat, Options, Transport};
+pub use otel::{OtlpProtocol, OtlpTarget};
 pub use resolve::{Config, HttpLimitOptions, IdentityConfig};
 pub use sources::{Source, Sources};

@@ -7,6 +7,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use serde::Deserialize;
 
 use super::error::ConfigError;
+use super::otel::OtlpProtocol;
 use super::sources::Source;
 use crate::app::{LongRunning, ToolErrors, ToolNames};
 
@@ -215,9 +216,29 @@ pub struct Options {
     )]
     #[serde(default)]
     pub dev: bool,
-    /// OTLP gRPC endpoint for spans.
+    /// OTLP collector for spans and metrics.
     #[arg(long, global = true, env = "CYBEROS_OTLP_ENDPOINT", value_name = "URL")]
     pub otlp_endpoint: Option<String>,
+    /// OTLP transport: grpc (default) or http/protobuf.
+    #[arg(long, global = true, env = "CYBEROS_OTLP_PROTOCOL", value_enum)]
+    pub otlp_protocol: Option<OtlpProtocol>,
+    /// Serve Prometheus metrics at http://ADDR/metrics (off by default).
+    #[arg(
+        long,
+        global = true,
+        env = "CYBEROS_METRICS_LISTEN",
+        value_name = "ADDR"
+    )]
+    pub metrics_listen: Option<String>,
+    /// Label metrics with the tenant: a series per tenant, so mind the cardinality.
+    #[arg(
+        long,
+        global = true,
+        env = "CYBEROS_METRICS_TENANT_LABEL",
+        value_parser = clap::builder::BoolishValueParser::new()
+    )]
+    #[serde(default)]
+    pub metrics_tenant_label: bool,
     /// How fixable tool errors are sent: jsonrpc (default) or result.
     #[arg(long, global = true, env = "CYBEROS_TOOL_ERRORS", value_enum)]
     pub tool_errors: Option<ToolErrors>,
@@ -358,6 +379,8 @@ impl Options {
             jwt_audience,
             authorization_server,
             otlp_endpoint,
+            otlp_protocol,
+            metrics_listen,
             tool_errors,
             long_running,
             tool_names,
@@ -382,6 +405,10 @@ impl Options {
         if !self.dev && file.dev {
             self.dev = true;
             self.sources.set("dev", Source::File);
+        }
+        if !self.metrics_tenant_label && file.metrics_tenant_label {
+            self.metrics_tenant_label = true;
+            self.sources.set("metrics_tenant_label", Source::File);
         }
         Ok(self)
     }

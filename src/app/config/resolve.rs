@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use super::error::ConfigError;
 use super::options::{LogFormat, Options, Transport};
-use super::otel::otlp_endpoint;
+use super::otel::{OtlpTarget, otlp};
 use crate::app::tasks::{DEFAULT_MAX_CUO_CHILDREN, DEFAULT_MAX_TASKS_PER_TENANT};
 use crate::app::{LongRunning, ToolErrors};
 use crate::domain::task::DEFAULT_MAX_STORED_PER_TENANT;
@@ -71,8 +71,14 @@ pub struct Config {
     pub http_limits: HttpLimitOptions,
     /// Log format.
     pub log_format: LogFormat,
-    /// OTLP/gRPC endpoint for spans (`--otlp-endpoint`, else the standard OTel variables).
-    pub otlp_endpoint: Option<String>,
+    /// OTLP collector for spans (`--otlp-endpoint`, else the standard OTel variables).
+    pub otlp_traces: Option<OtlpTarget>,
+    /// OTLP collector for metrics (the same flags, else the standard OTel variables).
+    pub otlp_metrics: Option<OtlpTarget>,
+    /// `--metrics-listen`: where the Prometheus scrape is served.
+    pub metrics_listen: Option<SocketAddr>,
+    /// `--metrics-tenant-label`: metrics carry the tenant.
+    pub metrics_tenant_label: bool,
     /// Identity settings.
     pub identity: IdentityConfig,
     /// Where each option's value came from.
@@ -110,6 +116,15 @@ impl Config {
                 "--listen {listen:?} is not an address like 127.0.0.1:8082"
             ))
         })?;
+        let metrics_listen = match options.metrics_listen.as_deref() {
+            Some(addr) => Some(addr.parse().map_err(|_| {
+                ConfigError(format!(
+                    "--metrics-listen {addr:?} is not an address like 127.0.0.1:9464"
+                ))
+            })?),
+            None => None,
+        };
+        let otlp = otlp(options.otlp_endpoint, options.otlp_protocol)?;
         if let Some(url) = &options.database_url
             && !(url.starts_with("sqlite:")
                 || url.starts_with("postgres://")
@@ -218,7 +233,10 @@ impl Config {
                 request_timeout_ms: options.http_request_timeout_ms,
             },
             log_format: options.log_format.unwrap_or(LogFormat::Text),
-            otlp_endpoint: otlp_endpoint(options.otlp_endpoint)?,
+            otlp_traces: otlp.traces,
+            otlp_metrics: otlp.metrics,
+            metrics_listen,
+            metrics_tenant_label: options.metrics_tenant_label,
             identity: IdentityConfig {
                 dev: options.dev,
                 token_file: options.token_file,

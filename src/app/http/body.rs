@@ -182,10 +182,13 @@ async fn collect(body: Body, held: &mut Held<'_>, metered: bool) -> Result<Bytes
 fn body_error(status: StatusCode) -> Response {
     let (message, hint) = match status {
         StatusCode::SERVICE_UNAVAILABLE => return reply::over_budget(),
-        StatusCode::PAYLOAD_TOO_LARGE => (
-            "the message exceeds 4 MiB",
-            "Send smaller messages; large payloads belong in upstream storage.",
-        ),
+        StatusCode::PAYLOAD_TOO_LARGE => {
+            crate::app::telemetry::refused(crate::app::telemetry::Refusal::Size, None);
+            (
+                "the message exceeds 4 MiB",
+                "Send smaller messages; large payloads belong in upstream storage.",
+            )
+        }
         StatusCode::REQUEST_TIMEOUT => (
             "the request body arrived too slowly",
             "Send the whole body within 30 seconds.",

@@ -232,6 +232,7 @@ fn unauthorized(
         let _in = call.as_ref().map(|c| c.span().enter());
         s.app.identity().log_refusal(err, trace);
     }
+    telemetry::refused(telemetry::Refusal::Auth, None);
     let rpc = RpcError::from_domain(err, trace);
     if let Some(call) = &call {
         call.finish(Outcome::Failed(err.class()));
@@ -273,7 +274,7 @@ async fn request(
     };
     if call && let Err(wait) = s.gauges.take_call(&principal.tenant) {
         tracing::info!(tenant = %principal.tenant, "tool or task call rate limited");
-        return reply::rate_limited(&id, wait);
+        return reply::rate_limited(&id, &principal.tenant, wait);
     }
     // A wait gives its in-flight slot back for one of the tenant's few waits, so waits
     // starve neither other tenants nor plain requests.
@@ -283,7 +284,7 @@ async fn request(
             Ok(wait) => Hold::Wait { _wait: wait },
             Err(Refused::Tenant) => {
                 tracing::info!(tenant = %principal.tenant, "too many waits");
-                return reply::too_many_waits(&id);
+                return reply::too_many_waits(&id, &principal.tenant);
             }
             Err(Refused::Full) => return reply::overloaded(),
         },

@@ -8,7 +8,8 @@
 //! `GET /readyz` (the task store and a CUO child answer; `ready.rs`); the RFC 9728 protected-resource documents.
 //! An edge layer answers CORS preflights, adds CORS headers for `--cors-origin`
 //! origins, and turns a panicking handler into a JSON-RPC 500. `serve` runs the accept
-//! loop with the connection-level limits axum's own server cannot set.
+//! loop with the connection-level limits axum's own server cannot set. `scrape` serves
+//! `GET /metrics` on the `--metrics-listen` address through the same loop.
 
 mod answer;
 mod body;
@@ -19,6 +20,7 @@ mod origin;
 mod ready;
 mod reply;
 mod router;
+mod scrape;
 mod serve;
 mod session_id;
 mod sessions;
@@ -29,5 +31,6 @@ mod waits;
 pub use limits::{Limits, Rate};
 pub use origin::{OriginPattern, OriginPolicy};
 pub use router::{HttpSettings, router};
+pub use scrape::{Render, serve_metrics};
 pub use serve::{ServeError, serve};
 pub use session_id::SessionKey;

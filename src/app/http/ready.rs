@@ -24,16 +24,6 @@ const READY_FOR: Duration = Duration::from_secs(1);
 /// How long each part may take to answer.
 const CHECK_WITHIN: Duration = Duration::from_secs(2);
 
-/// The parts' answers: `None` when fine, else a user-safe reason.
-#[derive(Debug, Clone, Default)]
-pub(super) struct Readiness {
-    store: Option<String>,
-    cuo: Option<String>,
-}
-
-/// The last answer and when it was found.
-pub(super) type ReadyCache = tokio::sync::Mutex<Option<(Instant, Arc<Readiness>)>>;
-
 pub(super) async fn readyz(State(s): State<Arc<Shared>>, method: Method) -> Response {
     if !(method == Method::GET || method == Method::HEAD) {
         return reply::method_not_allowed("GET, HEAD", "Use GET on this path.");
@@ -41,20 +31,29 @@ pub(super) async fn readyz(State(s): State<Arc<Shared>>, method: Method) -> Resp
     if s.shutdown.is_cancelled() {
         return reply::json(StatusCode::SERVICE_UNAVAILABLE, r#"{"status":"stopping"}"#);
     }
-    let ready = {
+    let (ready, body) = {
         let mut last = s.ready.lock().await;
         match &*last {
-            Some((at, ready)) if at.elapsed() < READY_FOR => Arc::clone(ready),
+            Some((at, ready, body)) if at.elapsed() < READY_FOR => (*ready, body.clone()),
             _ => {
                 let ports = s.app.ports();
                 let (store, cuo) = tokio::join!(part(ports.tasks.check()), part(ports.cuo.check()));
-                let ready = Arc::new(Readiness { store, cuo });
-                *last = Some((Instant::now(), Arc::clone(&ready)));
-                ready
+                let (ready, body) = describe(&[("store", store), ("cuo", cuo)]);
+                *last = Some((Instant::now(), ready, body.clone()));
+                (ready, body)
             }
         }
     };
-    let parts = [("store", &ready.store), ("cuo", &ready.cuo)];
+    let status = if ready {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    reply::json(status, body)
+}
+
+/// Whether every part is fine, and the body naming each part's answer (`None` = fine).
+fn describe(parts: &[(&str, Option<String>)]) -> (bool, String) {
     let failed: Vec<&str> = parts
         .iter()
         .filter(|(_, why)| why.is_some())
@@ -65,11 +64,10 @@ pub(super) async fn readyz(State(s): State<Arc<Shared>>, method: Method) -> Resp
         .map(|(name, why)| ((*name).to_owned(), json!(why.as_deref().unwrap_or("ok"))))
         .collect();
     if failed.is_empty() {
-        let body = json!({"status": "ok", "checks": checks});
-        reply::json(StatusCode::OK, body.to_string())
+        (true, json!({"status": "ok", "checks": checks}).to_string())
     } else {
         let body = json!({"status": "unavailable", "failed": failed, "checks": checks});
-        reply::json(StatusCode::SERVICE_UNAVAILABLE, body.to_string())
+        (false, body.to_string())
     }
 }
 

@@ -4,8 +4,9 @@
 use std::time::Duration;
 
 use crate::app::rpc::{self, INVALID_REQUEST, RequestId, RpcError};
+use crate::app::telemetry::{self, Refusal};
 use crate::app::trace::request_trace;
-use crate::domain::ErrorClass;
+use crate::domain::{ErrorClass, TenantId};
 use axum::body::Body;
 use axum::http::header::{ALLOW, CONTENT_TYPE, RETRY_AFTER, WWW_AUTHENTICATE};
 use axum::http::{HeaderValue, StatusCode};
@@ -38,6 +39,7 @@ pub fn protocol(status: StatusCode, code: i32, message: impl Into<String>, hint:
 
 /// A 403 for a request whose Origin or Host is refused.
 pub fn forbidden(message: &str, hint: &str) -> Response {
+    telemetry::refused(Refusal::Origin, None);
     protocol(StatusCode::FORBIDDEN, INVALID_REQUEST, message, hint)
 }
 
@@ -49,6 +51,7 @@ fn envelope(class: ErrorClass, message: &str, hint: &str) -> RpcError {
 
 /// 503 + `Retry-After`: too many requests in flight.
 pub fn overloaded() -> Response {
+    telemetry::refused(Refusal::Shed, None);
     let err = envelope(
         ErrorClass::UpstreamUnavailable,
         "the bridge is overloaded",
@@ -60,6 +63,7 @@ pub fn overloaded() -> Response {
 
 /// 503 + `Retry-After`: the bytes of the bodies being read fill the body budget.
 pub fn over_budget() -> Response {
+    telemetry::refused(Refusal::Shed, None);
     let err = envelope(
         ErrorClass::UpstreamUnavailable,
         "too many request bodies are being read",
@@ -71,7 +75,8 @@ pub fn over_budget() -> Response {
 
 /// 429 + `Retry-After`: the tenant already has as many requests waiting for tasks as it
 /// may.
-pub fn too_many_waits(id: &RequestId) -> Response {
+pub fn too_many_waits(id: &RequestId, tenant: &TenantId) -> Response {
+    telemetry::refused(Refusal::Rate, Some(tenant));
     let err = envelope(
         ErrorClass::UpstreamUnavailable,
         "too many requests waiting for tasks",
@@ -82,7 +87,8 @@ pub fn too_many_waits(id: &RequestId) -> Response {
 }
 
 /// 429 + `Retry-After`: the tenant called tools or tasks faster than its rate.
-pub fn rate_limited(id: &RequestId, wait: Duration) -> Response {
+pub fn rate_limited(id: &RequestId, tenant: &TenantId, wait: Duration) -> Response {
+    telemetry::refused(Refusal::Rate, Some(tenant));
     let err = envelope(
         ErrorClass::UpstreamUnavailable,
         "rate limited: too many tool and task calls",

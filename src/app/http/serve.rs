@@ -16,8 +16,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::router::{HttpSettings, router};
 use super::session_id::SessionKey;
+use crate::app::App;
 use crate::app::config::{Config, ConfigError};
-use crate::app::{App, wiring};
 
 /// Time a client has to send a request's headers, and the longest idle keep-alive.
 const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
@@ -54,6 +54,7 @@ pub enum ServeError {
 pub async fn serve(
     app: App,
     config: &Config,
+    sessions: SessionKey,
     shutdown: CancellationToken,
 ) -> Result<(), ServeError> {
     let bind_error = |source| ServeError::Bind {
@@ -62,7 +63,6 @@ pub async fn serve(
     };
     let listener = TcpListener::bind(config.listen).await.map_err(bind_error)?;
     let bound = listener.local_addr().map_err(bind_error)?;
-    let sessions = SessionKey::new(&wiring::session_key(config)?);
     let settings = HttpSettings::from_config(config, bound, sessions)?;
     if !settings.policy.loopback && config.public_url.is_none() {
         tracing::warn!(
@@ -75,7 +75,20 @@ pub async fn serve(
             "no --authorization-server or --jwt-issuer: clients cannot discover where to get tokens"
         );
     }
-    let service = TowerToHyperService::new(router(app, settings, shutdown.clone()));
+    let service = router(app, settings, shutdown.clone());
+    tracing::info!(version = env!("CARGO_PKG_VERSION"), "listening on {bound}");
+    accept(listener, service, shutdown).await;
+    Ok(())
+}
+
+/// Serves `service` on `listener` with the connection limits above until `shutdown`;
+/// then stops accepting and drains in-flight requests (bounded by [`DRAIN`]).
+pub(super) async fn accept(
+    listener: TcpListener,
+    service: axum::Router,
+    shutdown: CancellationToken,
+) {
+    let service = TowerToHyperService::new(service);
     let mut http = hyper::server::conn::http1::Builder::new();
     http.timer(TokioTimer::new())
         .header_read_timeout(HEADER_READ_TIMEOUT)
@@ -83,7 +96,6 @@ pub async fn serve(
         .max_buf_size(MAX_BUF);
     let connections = Arc::new(Semaphore::new(MAX_CONNECTIONS));
     let graceful = GracefulShutdown::new();
-    tracing::info!(version = env!("CARGO_PKG_VERSION"), "listening on {bound}");
     loop {
         let permit = tokio::select! {
             permit = Arc::clone(&connections).acquire_owned() => permit,
@@ -120,5 +132,4 @@ pub async fn serve(
     {
         tracing::warn!("some requests did not finish within {DRAIN:?}; closing them");
     }
-    Ok(())
 }

@@ -22,5 +22,6 @@ pub(crate) struct Shared {
     pub(super) gauges: Gauges,
     pub(super) shutdown: CancellationToken,
     /// The last `/readyz` answer and when it was found.
-    pub(super) ready: super::ready::ReadyCache,
+    /// The last `/readyz` answer (ready, JSON body) and when it was found.
+    pub(super) ready: tokio::sync::Mutex<Option<(tokio::time::Instant, bool, String)>>,
 }

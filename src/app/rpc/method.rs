@@ -153,6 +153,15 @@ impl Method {
     /// The method name, for logs.
     pub fn name(&self) -> &str {
         match self {
+            Method::Unknown(name) => name,
+            known => known.known_name().unwrap_or_default(),
+        }
+    }
+
+    /// The name of a method this bridge knows (`None` for an unknown one, whose name is
+    /// the client's text).
+    pub fn known_name(&self) -> Option<&'static str> {
+        Some(match self {
             Method::Initialize(_) => "initialize",
             Method::Ping => "ping",
             Method::SetLevel(_) => "logging/setLevel",
@@ -163,8 +172,8 @@ impl Method {
             Method::TasksList(_) => "tasks/list",
             Method::TasksCancel(_) => "tasks/cancel",
             Method::Discover => "server/discover",
-            Method::Unknown(name) => name,
-        }
+            Method::Unknown(_) => return None,
+        })
     }
 }
 

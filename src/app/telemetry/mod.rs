@@ -1,4 +1,5 @@
-//! One OpenTelemetry span per `tools/call` and one per task run (CONTRACT §9).
+//! One OpenTelemetry span per `tools/call` and one per task run (CONTRACT §9), and the
+//! metrics recorded as they end (`metrics`).
 //!
 //! The spans are `tracing` spans with target [`TARGET`]. When an exporter is configured,
 //! the tracing-opentelemetry layer (filtered to that target, see [`otel_layer`]) makes them
@@ -14,10 +15,14 @@
 
 mod context;
 mod layer;
+mod metrics;
+mod outcome;
 mod span;
 mod timed;
 
 pub use context::{Parent, parse_traceparent, parse_tracestate};
 pub use layer::otel_layer;
+pub use metrics::{OTHER, Refusal, label_tenants, refused, request_ended};
+pub use outcome::Outcome;
 pub use span::{CallSpan, PLUGIN_ID, TaskSpan, request_trace_id};
-pub use timed::{Outcome, TARGET, set_export_gate};
+pub use timed::{TARGET, set_export_gate};

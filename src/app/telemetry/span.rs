@@ -1,7 +1,6 @@
 //! The spans of a `tools/call` and of a task run, their trace ids, and the export gate.
 
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 
 use opentelemetry::trace::{SpanContext, SpanId, TraceContextExt, TraceFlags};
 use opentelemetry::{Context, KeyValue};
@@ -10,12 +9,14 @@ use tracing::field::Empty;
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 
 use super::context::Parent;
-use super::timed::{Outcome, TARGET, Timed, UNEXPORTED, exporting};
+use super::metrics;
+use super::outcome::Outcome;
+use super::timed::{Kind, TARGET, Timed, UNEXPORTED, exporting};
 use crate::app::rpc::PROTOCOL_VERSION;
 use crate::app::trace::{new_span_id, new_trace_id, request_trace};
 use crate::domain::ids::hex_lower;
 use crate::domain::task::Task;
-use crate::domain::{CallCtx, TenantId, TraceId};
+use crate::domain::{CallCtx, TenantId, Tool, TraceId};
 
 /// A span of [`TARGET`] when export is open, else of a target the OTel layer ignores.
 macro_rules! gated_span {
@@ -82,7 +83,7 @@ impl CallSpan {
             span.set_attribute(kv.key, kv.value);
         }
         CallSpan {
-            timed: Timed::new(span, false, otel),
+            timed: Timed::new(span, Kind::Call { transport }, otel),
             trace_id,
             span_id,
             sampled,
@@ -118,6 +119,9 @@ impl CallSpan {
     /// Records the tool the call asked for (a known tool's name, or the unknown name as
     /// sent, shortened and made inert).
     pub fn tool(&self, name: &str) {
+        // Metrics take a bounded label: the catalogue's spelling, or `_OTHER`.
+        let known = Tool::from_name(name).map_or(metrics::OTHER, Tool::name);
+        let _ = self.timed.tool.set(known);
         if !self.timed.otel {
             return;
         }
@@ -134,7 +138,7 @@ impl CallSpan {
 
     /// Records the tenant once its token is verified.
     pub fn tenant(&self, tenant: &TenantId) {
-        if !self.timed.tenant_known.swap(true, Ordering::AcqRel) {
+        if self.timed.tenant.set(*tenant).is_ok() {
             self.timed
                 .span
                 .record("cyberos.tenant_id", tracing::field::display(tenant));
@@ -184,9 +188,11 @@ impl TaskSpan {
         {
             span.set_attribute(kv.key, kv.value);
         }
-        TaskSpan {
-            timed: Timed::new(span, true, otel),
-        }
+        let timed = Timed::new(span, Kind::Task, otel);
+        let _ = timed.tool.set(task.tool.name());
+        let _ = timed.tenant.set(task.tenant);
+        metrics::task_started(task.tool.name(), Some(&task.tenant));
+        TaskSpan { timed }
     }
 
     /// The `tracing` span, to run the task in.

@@ -1,6 +1,7 @@
 //! What every exported span shares: the export gate, the outcome, and the timer that
-//! records duration and outcome exactly once.
+//! records duration and outcome (span attributes and metrics) exactly once.
 
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
@@ -8,7 +9,9 @@ use opentelemetry::trace::Status;
 use tracing::Span;
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 
-use crate::domain::ErrorClass;
+use super::metrics;
+use super::outcome::Outcome;
+use crate::domain::TenantId;
 
 /// The `tracing` target of the spans that are exported.
 pub const TARGET: &str = "cyberos::span";
@@ -30,72 +33,62 @@ pub(super) fn exporting() -> bool {
     EXPORT_GATE.get().is_none_or(|open| open())
 }
 
-/// How a call or run ended, for `cyberos.outcome`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Outcome {
-    /// It succeeded.
-    Success,
-    /// It failed with this class.
-    Failed(ErrorClass),
-    /// It was cancelled or stopped before it ended.
-    Cancelled,
-    /// Its handler panicked (the client got `internal_error`).
-    Panic,
-}
-
-impl Outcome {
-    /// The attribute value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Outcome::Success => "success",
-            Outcome::Failed(class) => class.as_str(),
-            Outcome::Cancelled => "cancelled",
-            Outcome::Panic => "panic",
-        }
-    }
-
-    fn failed(self) -> bool {
-        matches!(self, Outcome::Failed(_) | Outcome::Panic)
-    }
+/// What a span measures: a `tools/call` (over `pipe` or `tcp`) or a task run.
+#[derive(Clone, Copy)]
+pub(super) enum Kind {
+    Call { transport: &'static str },
+    Task,
 }
 
 /// An open span that records its duration and outcome when it ends; dropped without an
 /// outcome, it records `panic` if the thread is unwinding, else `cancelled`.
 pub(super) struct Timed {
     pub(super) span: Span,
+    kind: Kind,
     started: Instant,
     ended: AtomicBool,
-    /// Whether `cyberos.tenant_id` was recorded (the SDK keeps every value set for a key,
-    /// so `unknown` is written only at the end, if nothing else was).
-    pub(super) tenant_known: AtomicBool,
+    /// The tool, as a metric label (a catalogue name or `_OTHER`).
+    pub(super) tool: OnceLock<&'static str>,
+    /// The verified tenant, once recorded (the SDK keeps every value set for a key, so
+    /// `unknown` is written only at the end, if nothing else was).
+    pub(super) tenant: OnceLock<TenantId>,
     /// Whether an OTel layer records this span (else attributes are skipped: only the log
     /// fields matter).
     pub(super) otel: bool,
 }
 
 impl Timed {
-    pub(super) fn new(span: Span, tenant_known: bool, otel: bool) -> Timed {
+    pub(super) fn new(span: Span, kind: Kind, otel: bool) -> Timed {
         Timed {
             span,
+            kind,
             started: Instant::now(),
             ended: AtomicBool::new(false),
-            tenant_known: AtomicBool::new(tenant_known),
+            tool: OnceLock::new(),
+            tenant: OnceLock::new(),
             otel,
         }
     }
 
-    pub(super) fn end(&self, outcome: Outcome) {
+    pub(super) fn end(&self, result: Outcome) {
         if self.ended.swap(true, Ordering::AcqRel) {
             return;
         }
-        let (failed, outcome) = (outcome.failed(), outcome.as_str());
-        if !self.tenant_known.load(Ordering::Acquire) {
+        let took = self.started.elapsed();
+        let tenant = self.tenant.get();
+        let tool = self.tool.get().copied();
+        match self.kind {
+            Kind::Call { transport } => metrics::call_ended(tool, result, took, transport, tenant),
+            Kind::Task => metrics::task_ended(tool.unwrap_or(metrics::OTHER), result, tenant),
+        }
+        let (failed, outcome) = (result.failed(), result.as_str());
+        if tenant.is_none() {
             self.span.record("cyberos.tenant_id", "unknown");
         }
         if !self.otel {
             return;
         }
-        let ms = i64::try_from(self.started.elapsed().as_millis()).unwrap_or(i64::MAX);
+        let ms = i64::try_from(took.as_millis()).unwrap_or(i64::MAX);
         self.span.set_attribute("cyberos.duration_ms", ms);
         self.span.set_attribute("cyberos.outcome", outcome);
         if failed {

@@ -7,7 +7,7 @@ use super::LOCAL;
 use crate::support::http_server::{Reply, Server, error_body, rpc};
 
 /// A POST of `declared` body bytes that sends its headers only, and the reply it gets.
-async fn headers_only(s: &Server, token: &str, declared: usize) -> Reply {
+pub(crate) async fn headers_only(s: &Server, token: &str, declared: usize) -> Reply {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let addr = s.base.trim_start_matches("http://");
     let mut conn = tokio::net::TcpStream::connect(addr).await.unwrap();

@@ -52,7 +52,7 @@ impl Bridge {
     /// As [`Bridge::spawn_with_env`], in a data dir shared with other bridges (the caller
     /// keeps it alive).
     pub fn spawn_at(data_dir: &Path, extra: &[&str], env: &[(&str, &str)]) -> Bridge {
-        let (child, stdin, frames) = Bridge::launch(data_dir, extra, env);
+        let (child, stdin, frames) = Bridge::launch(data_dir, extra, env, None);
         Bridge {
             child,
             stdin,
@@ -65,7 +65,17 @@ impl Bridge {
 
     /// As [`Bridge::spawn_with_env`], in a given data dir.
     pub fn spawn_in(data_dir: tempfile::TempDir, extra: &[&str], env: &[(&str, &str)]) -> Bridge {
-        let (child, stdin, frames) = Bridge::launch(data_dir.path(), extra, env);
+        Bridge::spawn_logging(data_dir, extra, env, None)
+    }
+
+    /// As [`Bridge::spawn_in`], sending each stderr line to `log` when given.
+    pub fn spawn_logging(
+        data_dir: tempfile::TempDir,
+        extra: &[&str],
+        env: &[(&str, &str)],
+        log: Option<mpsc::Sender<String>>,
+    ) -> Bridge {
+        let (child, stdin, frames) = Bridge::launch(data_dir.path(), extra, env, log);
         Bridge {
             child,
             stdin,
@@ -80,6 +90,7 @@ impl Bridge {
         data_dir: &Path,
         extra: &[&str],
         env: &[(&str, &str)],
+        log: Option<mpsc::Sender<String>>,
     ) -> (Child, Option<ChildStdin>, mpsc::Receiver<String>) {
         let mut cmd = Command::new(binary());
         cmd.arg("--data-dir")
@@ -92,8 +103,19 @@ impl Bridge {
             .envs(env.iter().copied())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::null());
+            .stderr(if log.is_some() {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            });
         let mut child = cmd.spawn().expect("the bridge binary starts");
+        if let (Some(log), Some(stderr)) = (log, child.stderr.take()) {
+            std::thread::spawn(move || {
+                for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                    let _ = log.send(line);
+                }
+            });
+        }
         let stdin = child.stdin.take();
         let stdout = child.stdout.take().unwrap();
         let (tx, frames) = mpsc::channel();

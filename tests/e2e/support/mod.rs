@@ -1,9 +1,9 @@
 //! Test harnesses and doubles, shared by the scenario modules: the built binary over
 //! stdio (`binary`) and over HTTP (`http_server`), the CUO children it starts
 //! (`cuo_children`), the library over an in-memory pipe (`in_process`), fakes behind the
-//! ports (`fakes`), real servers for the upstreams (`memory_server`, `collector`), the MCP
-//! schema check (`schema`), the Postgres test databases (`pg`) and a loopback TCP proxy
-//! that can be cut (`tcp_proxy`).
+//! ports (`fakes`), real servers for the upstreams (`memory_server`, `collector`: OTLP
+//! receivers), the Prometheus scrape (`scrape`), the MCP schema check (`schema`), the
+//! Postgres test databases (`pg`) and a loopback TCP proxy that can be cut (`tcp_proxy`).
 
 pub mod binary;
 pub mod collector;
@@ -19,10 +19,10 @@ pub mod module_graph;
 pub mod pg;
 pub mod rust_source;
 pub mod schema;
+pub mod scrape;
 pub mod tcp_proxy;
 
 use std::path::{Path, PathBuf};
-use std::sync::mpsc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -69,19 +69,9 @@ pub fn assert_envelope(frame: &Value, code: i64, class: &str) -> Value {
 /// Serves `app` on 127.0.0.1:0 from a thread of its own (for the synchronous binary
 /// tests) and returns the bound address.
 pub fn serve_http(app: axum::Router) -> std::net::SocketAddr {
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        rt.block_on(async move {
-            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-            tx.send(listener.local_addr().unwrap()).unwrap();
-            axum::serve(listener, app).await.unwrap();
-        });
-    });
-    rx.recv().unwrap()
+    collector::serve_on_loopback(move |listener| async move {
+        axum::serve(listener, app).await.unwrap();
+    })
 }
 
 /// Whether a process is running; zombies count as gone (/proc shows them as state Z).

@@ -74,7 +74,7 @@ fn the_standard_otel_variable_alone_turns_export_on() {
 }
 
 #[test]
-fn the_standard_switches_turn_env_export_off_and_a_non_grpc_protocol_is_refused() {
+fn the_standard_switches_turn_env_export_off_and_http_json_is_refused() {
     let collector = Collector::start();
     for off in [
         ("OTEL_SDK_DISABLED", "true"),
@@ -97,11 +97,11 @@ fn the_standard_switches_turn_env_export_off_and_a_non_grpc_protocol_is_refused(
     let out = Command::new(binary())
         .arg("--dev")
         .env("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4318")
-        .env("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf")
+        .env("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json")
         .stdin(Stdio::null())
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("OTLP/gRPC only"), "{err}");
+    assert!(err.contains("grpc or http/protobuf"), "{err}");
 }

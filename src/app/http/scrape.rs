@@ -1,0 +1,59 @@
+//! The Prometheus scrape (`--metrics-listen`): `GET /metrics` on a listener of its own, so
+//! it works beside either transport and shares neither the MCP endpoint's limits nor its
+//! Origin and token rules (bind it where only the scraper reaches it).
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::header::CONTENT_TYPE;
+use axum::http::{HeaderValue, StatusCode};
+use axum::response::Response;
+use axum::routing::get;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+use super::serve::accept;
+
+/// Renders the metrics in the Prometheus text exposition format.
+pub type Render = Arc<dyn Fn() -> Result<String, String> + Send + Sync>;
+
+/// The media type of the text exposition format.
+const TEXT_FORMAT: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+/// Binds `addr`, logs `serving metrics at http://ADDR/metrics` with the bound address, and
+/// serves the scrape on a task of its own for the rest of the process.
+///
+/// # Errors
+/// The address cannot be bound.
+pub async fn serve_metrics(addr: SocketAddr, render: Render) -> Result<(), String> {
+    let refused = |e: std::io::Error| format!("--metrics-listen: cannot listen on {addr}: {e}");
+    let listener = TcpListener::bind(addr).await.map_err(refused)?;
+    let bound = listener.local_addr().map_err(refused)?;
+    let routes = Router::new()
+        .route("/metrics", get(metrics))
+        .with_state(render);
+    tracing::info!("serving metrics at http://{bound}/metrics");
+    tokio::spawn(accept(listener, routes, CancellationToken::new()));
+    Ok(())
+}
+
+async fn metrics(State(render): State<Render>) -> Response {
+    let (status, body) = match render() {
+        Ok(text) => (StatusCode::OK, text),
+        Err(e) => {
+            tracing::warn!("cannot render the metrics: {e}");
+            (
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "# the metrics could not be rendered\n".to_owned(),
+            )
+        }
+    };
+    let mut resp = Response::new(Body::from(body));
+    *resp.status_mut() = status;
+    resp.headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static(TEXT_FORMAT));
+    resp
+}
