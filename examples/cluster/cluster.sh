@@ -7,7 +7,8 @@
 #                                              workflow step; -c options go to PostgreSQL
 #   cluster_down                               stop everything and delete the dir
 #
-# cluster_up sets: cluster_dir, lb_url, lb_sock (HAProxy's stats socket), token_file (a dev
+# Extra bridge flags go in the array CLUSTER_BRIDGE_FLAGS (e.g. the bench switches the
+# per-tenant rate limit off). cluster_up sets: cluster_dir, lb_url, lb_sock (HAProxy's stats socket), token_file (a dev
 # token of the local tenant), inst_url[1..3], inst_pid[1..3], lb_pid, and pg_* (scripts/pg.sh).
 
 cluster_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -20,6 +21,7 @@ lb_pid=""
 token_file=""
 inst_url=()
 inst_pid=()
+CLUSTER_BRIDGE_FLAGS=("${CLUSTER_BRIDGE_FLAGS[@]}")
 readonly CLUSTER_INSTANCES=3
 readonly CLUSTER_TENANT=00000000-0000-4000-8000-000000000001
 
@@ -72,7 +74,7 @@ cluster_up() {
   for i in $(seq 1 $CLUSTER_INSTANCES); do
     (cd "$cluster_dir" && exec env RUST_LOG=info CYBEROS_LOG_FORMAT=text "$bin" --dev \
       --transport http --listen 127.0.0.1:0 --data-dir "$cluster_dir/data" \
-      --database-url "$app_url" --cuo-command "$bin cuo-runner --pace-ms $pace" \
+      --database-url "$app_url" --cuo-command "$bin cuo-runner --pace-ms $pace" "${CLUSTER_BRIDGE_FLAGS[@]}" \
       </dev/null >/dev/null 2>"$cluster_dir/b$i.log") &
     inst_pid[i]=$!
     disown "${inst_pid[i]}"
