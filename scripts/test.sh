@@ -24,71 +24,16 @@ else
 fi
 
 # --- PostgreSQL for the Postgres task-store tests ------------------------------------
-# Unless DATABASE_URL is already set: a throwaway cluster in a temp dir, on a free port of
-# 127.0.0.1 only (socket in the same dir, trust auth), stopped and deleted on exit.
-# PostgreSQL is installed with apt-get only when initdb/pg_ctl cannot be found.
-pg_dir=""
-pg_bin=""
-as_postgres() {
-  if [ "$(id -u)" -eq 0 ]; then (cd / && runuser -u postgres -- "$@"); else "$@"; fi
-}
-stop_postgres() {
-  if [ -n "$pg_dir" ] && [ -d "$pg_dir" ]; then
-    if [ -f "$pg_dir/data/postmaster.pid" ]; then
-      as_postgres "$pg_bin/pg_ctl" -D "$pg_dir/data" -m fast -w -t 30 stop >/dev/null 2>&1 || true
-    fi
-    rm -rf "$pg_dir"
-  fi
-}
-find_pg_bin() {
-  local d
-  if command -v initdb >/dev/null 2>&1 && command -v pg_ctl >/dev/null 2>&1; then
-    d=$(dirname "$(readlink -f "$(command -v pg_ctl)")")
-    if [ -x "$d/initdb" ] && [ -x "$d/postgres" ]; then echo "$d"; return 0; fi
-  fi
-  for d in $(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V -r); do
-    if [ -x "$d/initdb" ] && [ -x "$d/pg_ctl" ] && [ -x "$d/postgres" ]; then echo "$d"; return 0; fi
-  done
-  return 1
-}
-trap 'stop_postgres' EXIT
+# Unless DATABASE_URL is already set: a throwaway cluster (scripts/pg.sh: a temp dir, a
+# free port of 127.0.0.1 only, trust auth), stopped and deleted on exit. PostgreSQL is
+# installed with apt-get only when initdb/pg_ctl cannot be found.
+. "$root/scripts/pg.sh"
+trap 'pg_stop' EXIT
 trap 'exit 130' INT TERM
 if [ -z "${DATABASE_URL:-}" ]; then
-  if ! pg_bin=$(find_pg_bin); then
-    log "installing PostgreSQL (apt-get)"
-    if [ "$(id -u)" -ne 0 ]; then
-      echo "PostgreSQL is not installed and this is not root: install it or set DATABASE_URL" >&2
-      exit 1
-    fi
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null
-    pg_bin=$(find_pg_bin) || { echo "PostgreSQL installed but initdb/pg_ctl not found" >&2; exit 1; }
-  fi
-  log "starting a throwaway PostgreSQL ($pg_bin)"
-  if [ "$(id -u)" -eq 0 ]; then
-    # PostgreSQL refuses to run as root: the cluster belongs to the postgres user, in a
-    # directory it can reach.
-    id -u postgres >/dev/null 2>&1 || useradd --system --no-create-home --shell /usr/sbin/nologin postgres
-    pg_dir=$(mktemp -d /tmp/cyberos-pg.XXXXXX)
-    chmod 755 "$pg_dir"
-    chown postgres: "$pg_dir"
-  else
-    pg_dir=$(mktemp -d "${TMPDIR:-/tmp}/cyberos-pg.XXXXXX")
-  fi
-  as_postgres "$pg_bin/initdb" -D "$pg_dir/data" -U postgres -A trust --no-locale -E UTF8 >"$pg_dir/initdb.log" 2>&1 \
-    || { cat "$pg_dir/initdb.log" >&2; exit 1; }
-  pg_port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-  as_postgres "$pg_bin/pg_ctl" -D "$pg_dir/data" -l "$pg_dir/server.log" -w -t 60 \
-    -o "-p $pg_port -k $pg_dir -c listen_addresses=127.0.0.1" start >/dev/null \
-    || { cat "$pg_dir/server.log" >&2; exit 1; }
-  pg_isready=$pg_bin/pg_isready
-  [ -x "$pg_isready" ] || pg_isready=pg_isready
-  for _ in $(seq 1 60); do
-    "$pg_isready" -q -h 127.0.0.1 -p "$pg_port" -U postgres && break
-    sleep 0.5
-  done
-  "$pg_isready" -h 127.0.0.1 -p "$pg_port" -U postgres >&2 || { cat "$pg_dir/server.log" >&2; exit 1; }
-  export DATABASE_URL="postgres://postgres@127.0.0.1:$pg_port/postgres"
+  log "starting a throwaway PostgreSQL"
+  pg_start || exit 1
+  export DATABASE_URL=$pg_url
 fi
 
 # --- systemd-analyze, which verifies the shipped unit (tests/e2e/deploy.rs) ----------
@@ -106,7 +51,7 @@ cargo clippy --quiet --all-targets -- -D warnings
 log "cargo test"
 cargo build --quiet
 out=$(mktemp)
-trap 'rm -f "$out"; stop_postgres' EXIT
+trap 'rm -f "$out"; pg_stop' EXIT
 status=0
 cargo test --no-fail-fast 2>&1 | tee "$out" || status=$?
 passed=$(awk '/^test result:/ { for (i = 1; i < NF; i++) if ($(i+1) ~ /^passed/) p += $i } END { print p + 0 }' "$out")
@@ -131,6 +76,16 @@ log "official Python MCP SDK over stdio against the built binary"
 run_client tests/python/sdk_stdio_client.py
 log "official Python MCP SDK over Streamable HTTP against the built binary"
 run_client tests/python/sdk_http_client.py
+
+# --- The cluster example: its own throwaway PostgreSQL, three bridges on HTTP, HAProxy in
+# front (installed with apt-get when absent), a client that kills an instance mid-run
+# (examples/cluster/README.md; ~30 s). One test: it fails when any expectation does.
+log "cluster: three instances on one PostgreSQL behind HAProxy (examples/cluster/run.sh)"
+if examples/cluster/run.sh "$bin"; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1))
+fi
 
 # --- Real MCP hosts: Claude Code and the Codex CLI from npm (pinned by
 # tests/hosts/package-lock.json; ~17 s to download, cached in tests/hosts/.cache), run
