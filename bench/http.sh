@@ -11,9 +11,12 @@
 # stays at the default (info: one line per tool call, to a file).
 #
 # Reports requests/s, p50/p99 latency, server CPU per request (utime+stime from
-# /proc/PID/stat before/after) and the ratio of each to the floor.
+# /proc/PID/stat before/after) and the ratio of each to the floor; before the load, the
+# bridge's idle RSS and its RSS holding IDLE_CONNS idle keep-alive connections (each has
+# answered one authenticated ping; bench/idle_conns.py). The last line is the verdict:
+# the CPU per authenticated tools/call against the floor's per request.
 #
-# usage: bench/http.sh            env: DURATION=10s CONNECTIONS=32 THREADS=<nproc/2>
+# usage: bench/http.sh   env: DURATION=10s CONNECTIONS=32 THREADS=<nproc/2> IDLE_CONNS=1000
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -21,6 +24,7 @@ root=$(pwd)
 duration=${DURATION:-10s}
 connections=${CONNECTIONS:-32}
 threads=${THREADS:-$(( $(nproc) / 2 > 0 ? $(nproc) / 2 : 1 ))}
+idle_conns=${IDLE_CONNS:-1000}
 tenant=00000000-0000-4000-8000-000000000001
 
 if ! command -v wrk >/dev/null 2>&1; then
@@ -35,8 +39,9 @@ fi
 
 echo "== building release binaries" >&2
 cargo build --release --quiet --bin cyberos-mcp-bridge --example http_floor
-bridge="$root/target/release/cyberos-mcp-bridge"
-floor="$root/target/release/examples/http_floor"
+target=${CARGO_TARGET_DIR:-$root/target}
+bridge="$target/release/cyberos-mcp-bridge"
+floor="$target/release/examples/http_floor"
 
 tmp=$(mktemp -d)
 pids=()
@@ -62,6 +67,7 @@ wait_addr() {
 }
 
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+rss_kib() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }
 hz=$(getconf CLK_TCK)
 
 cat >"$tmp/post.lua" <<'LUA'
@@ -110,6 +116,24 @@ check "$floor_addr" "" "$list"
 check "$bridge_addr" "$token" "$list"
 check "$bridge_addr" "$token" "$call"
 
+# RSS idle, then holding $idle_conns idle keep-alive connections (the server reaps idle
+# ones after its 10 s header-read timer, so they are held 8 s at most).
+rss_idle=$(rss_kib "$bridge_pid")
+mkfifo "$tmp/hold"
+python3 bench/idle_conns.py "$bridge_addr" "$idle_conns" "$token" 8 <"$tmp/hold" >"$tmp/conns.out" &
+conns_pid=$!
+exec 3>"$tmp/hold"
+for _ in $(seq 1 150); do
+  grep -q '^held' "$tmp/conns.out" && break
+  kill -0 "$conns_pid" 2>/dev/null || break
+  sleep 0.1
+done
+held=$(awk '/^held/ { print $2 }' "$tmp/conns.out")
+rss_conns=$(rss_kib "$bridge_pid")
+exec 3>&-
+wait "$conns_pid" || { echo "idle connections failed" >&2; exit 1; }
+echo "bridge RSS: idle ${rss_idle} KiB; holding ${held:-0} idle keep-alive connections ${rss_conns} KiB"
+
 # run NAME PID ADDR TOKEN BODY → "name rps p50_us p99_us cpu_us_per_req errors"
 run() {
   local name=$1 pid=$2 addr=$3 tok=$4 body=$5
@@ -134,11 +158,14 @@ results=$(
   run tools/call:list_skills "$bridge_pid" "$bridge_addr" "$token" "$call"
 )
 
-echo "$results" | awk '
+echo "$results" | awk -v conns="$connections" '
   BEGIN {
     printf "%-24s %10s %9s %9s %12s %8s %10s %10s\n", "scenario", "req/s", "p50 µs", "p99 µs", "CPU µs/req", "errors", "÷floor rps", "×floor CPU"
   }
   NR == 1 { frps = $2; fcpu = $5 }
   {
     printf "%-24s %10d %9d %9d %12.1f %8d %10.2f %10.2f\n", $1, $2, $3, $4, $5, $6, frps / $2, $5 / fcpu
+  }
+  END {
+    printf "\nratio to the axum floor, authenticated tools/call list_skills at %d connections: CPU per request %.2f× (goal ≤ 2×); req/s %.2f× the floor'"'"'s\n", conns, $5 / fcpu, $2 / frps
   }'

@@ -1,5 +1,6 @@
-//! Who a request runs as: a verified token on every request, nothing cached between
-//! requests (CONTRACT §5).
+//! Who a request runs as: every request presents its own token and is authorised by it
+//! (CONTRACT §5); a token verified before is remembered by the verifier until it expires
+//! or the key set changes (`adapters::jwt`).
 //!
 //! Over stdio the token comes from `--token-file` (re-read on every request, so a host
 //! can rotate it), else `CYBEROS_TOKEN`, else the `--dev` token: the first that is set

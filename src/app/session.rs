@@ -1,12 +1,13 @@
 //! Per-connection protocol state: whether `initialize` happened, what the client
 //! declared, the log level, in-flight requests that `notifications/cancelled` may stop,
-//! and the outbound channel for notifications.
+//! the outbound channel for notifications, and the task runs held back until the answer
+//! that announces them is on its way.
 //!
 //! Locks here are std mutexes that are never held across an `.await`.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
@@ -14,6 +15,35 @@ use tokio_util::sync::CancellationToken;
 
 use crate::app::rpc::RequestId;
 use crate::app::telemetry::Parent;
+
+/// A created task's run, held back until dropped: the child's spawn (a fork that blocks
+/// its thread for a millisecond or more) comes after the answer with the handle.
+#[must_use = "the run starts when this is dropped"]
+pub struct Begin {
+    _run: oneshot::Sender<()>,
+}
+
+impl Begin {
+    /// A hold, and what the run awaits (it resolves when the hold is dropped).
+    pub fn new() -> (Begin, oneshot::Receiver<()>) {
+        let (tx, rx) = oneshot::channel();
+        (Begin { _run: tx }, rx)
+    }
+}
+
+/// Runs held until the answers announcing them are written: stdio's writer releases them
+/// after each flush; otherwise they go with the session (an HTTP request's ends once its
+/// answer is built).
+#[derive(Default)]
+pub struct Held(Mutex<Vec<Begin>>);
+
+impl Held {
+    /// Lets every held run start.
+    pub fn release(&self) {
+        let held = std::mem::take(&mut *self.0.lock().unwrap_or_else(|e| e.into_inner()));
+        drop(held);
+    }
+}
 
 /// One client connection.
 pub struct Session {
@@ -34,6 +64,7 @@ pub struct Session {
     network: &'static str,
     /// The HTTP request's `traceparent` header.
     traceparent: Option<Parent>,
+    held: Arc<Held>,
 }
 
 impl Session {
@@ -51,7 +82,28 @@ impl Session {
             principal: None,
             network: "pipe",
             traceparent: None,
+            held: Arc::default(),
         }
+    }
+
+    /// Holds runs in `held`, which the transport releases once answers are written.
+    pub fn releasing_runs_with(mut self, held: Arc<Held>) -> Session {
+        self.held = held;
+        self
+    }
+
+    /// Lets the held runs start (a request that gets no answer).
+    pub fn release_held(&self) {
+        self.held.release();
+    }
+
+    /// Holds a run until the answer to this request is on its way.
+    pub fn hold(&self, begin: Begin) {
+        self.held
+            .0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(begin);
     }
 
     /// A session for one stateless HTTP request: its principal verified by the transport,

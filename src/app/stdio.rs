@@ -15,7 +15,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::app::rpc::{self, INVALID_REQUEST, Incoming, RpcError};
-use crate::app::session::Session;
+use crate::app::session::{Held, Session};
 use crate::app::trace::new_trace_id;
 use crate::app::{App, server};
 use crate::lines::{Line, LineReader};
@@ -38,8 +38,9 @@ where
     W: AsyncWrite + Unpin + Send + 'static,
 {
     let (tx, rx) = mpsc::channel::<String>(1024);
-    let writer = tokio::spawn(write_frames(rx, output));
-    let session = Arc::new(Session::new(tx.clone()));
+    let held = Arc::new(Held::default());
+    let writer = tokio::spawn(write_frames(rx, output, Arc::clone(&held)));
+    let session = Arc::new(Session::new(tx.clone()).releasing_runs_with(held));
     let tracker = TaskTracker::new();
     let mut lines = LineReader::new(BufReader::with_capacity(64 * 1024, input), MAX_LINE);
 
@@ -87,8 +88,12 @@ where
                         }),
                     };
                     session.untrack(&id);
-                    if let Some(frame) = frame {
-                        let _ = tx.send(frame).await;
+                    match frame {
+                        Some(frame) => {
+                            let _ = tx.send(frame).await;
+                        }
+                        // No answer will be written: nothing to wait for.
+                        None => session.release_held(),
                     }
                 });
             }
@@ -114,8 +119,12 @@ fn panic_frame(id: &rpc::RequestId, method: &str) -> String {
 }
 
 /// Writes frames, flushing whenever the queue runs dry so pipelined responses share a
-/// write.
-async fn write_frames<W: AsyncWrite + Unpin>(mut rx: mpsc::Receiver<String>, output: W) {
+/// write; after each flush the runs held for the answers written start.
+async fn write_frames<W: AsyncWrite + Unpin>(
+    mut rx: mpsc::Receiver<String>,
+    output: W,
+    held: Arc<Held>,
+) {
     let mut out = BufWriter::with_capacity(64 * 1024, output);
     while let Some(frame) = rx.recv().await {
         let mut next = Some(frame);
@@ -130,6 +139,7 @@ async fn write_frames<W: AsyncWrite + Unpin>(mut rx: mpsc::Receiver<String>, out
         if out.flush().await.is_err() {
             return;
         }
+        held.release();
     }
     let _ = out.flush().await;
 }

@@ -173,7 +173,11 @@ pub fn identity(config: &Config) -> Result<Identity, ConfigError> {
         (None, None, None) => StdioToken::None,
     };
     Ok(Identity::new(
-        Arc::new(JwtVerifier::new(issuers, id.audience.clone())),
+        Arc::new(JwtVerifier::new(
+            issuers,
+            id.audience.clone(),
+            Arc::new(SystemClock),
+        )),
         stdio,
     ))
 }

@@ -1,8 +1,10 @@
 use crate::domain::confirm::ConfirmationClaims;
 use crate::domain::{DomainError, Principal, TenantId, Timestamp};
 
-/// Verifies bearer and confirmation tokens. Nothing about identity is cached between
-/// calls: every request presents its token and gets it verified.
+/// Verifies bearer and confirmation tokens. Every request presents its token; a bearer
+/// token verified before may be remembered (by the hash of its bytes, bounded, `exp` and
+/// `nbf` checked on every use, forgotten when the key set changes); a confirmation token
+/// never is.
 #[async_trait::async_trait]
 pub trait TokenVerifier: Send + Sync + 'static {
     /// The principal of a bearer token.

@@ -5,13 +5,15 @@
 //! key the IdP removes stops verifying within that time. A failed refresh (IdP down, a
 //! non-2xx answer, a body that is not a JWKS or holds no usable signing key) keeps the
 //! last good set and is retried within [`RETRY_MAX`]. An unknown `kid` also triggers a
-//! refetch, at most one per [`REFETCH_EVERY`].
+//! refetch, at most one per [`REFETCH_EVERY`]. A set that differs from the last one
+//! empties the verified-token cache (`cache.rs`).
 
-use std::sync::{Arc, Mutex, Once, Weak};
+use std::sync::{Arc, Mutex, Once, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
-use jsonwebtoken::jwk::JwkSet;
+use jsonwebtoken::jwk::{Jwk, JwkSet};
 
+use super::cache::VerifiedTokens;
 use super::keys::VerifyingKey;
 use crate::domain::{DomainError, Upstream};
 
@@ -40,10 +42,17 @@ struct Inner {
     state: Mutex<JwksState>,
     /// Held for the whole of a fetch, so concurrent misses and the timer share one.
     fetching: tokio::sync::Mutex<()>,
+    /// Told when the set changes.
+    verified: OnceLock<Arc<VerifiedTokens>>,
 }
 
+/// The keys of the last good set, parsed once per fetch and shared by every verification.
+pub(super) type Keys = Arc<[VerifyingKey]>;
+
 struct JwksState {
-    keys: Vec<VerifyingKey>,
+    keys: Keys,
+    /// The JWKs those keys came from, to tell a changed set from the same one refetched.
+    jwks: Vec<Jwk>,
     last_fetch: Option<Instant>,
     /// When the timer refreshes next; `None` before the first fetch.
     next_refresh: Option<Instant>,
@@ -77,22 +86,26 @@ impl Jwks {
                 url,
                 http,
                 state: Mutex::new(JwksState {
-                    keys: Vec::new(),
+                    keys: Arc::new([]),
+                    jwks: Vec::new(),
                     last_fetch: None,
                     next_refresh: None,
                     interval: REFRESH_DEFAULT,
                 }),
                 fetching: tokio::sync::Mutex::new(()),
+                verified: OnceLock::new(),
             }),
             timer: Once::new(),
         })
     }
 
+    /// Empties `verified` whenever this set changes.
+    pub(super) fn empties(&self, verified: Arc<VerifiedTokens>) {
+        let _ = self.inner.verified.set(verified);
+    }
+
     /// Keys that may verify a token with `kid`, refetching once if none is known.
-    pub(super) async fn keys_for(
-        &self,
-        kid: Option<&str>,
-    ) -> Result<Vec<VerifyingKey>, DomainError> {
+    pub(super) async fn keys_for(&self, kid: Option<&str>) -> Result<Keys, DomainError> {
         self.start_timer();
         let inner = &self.inner;
         let (keys, last) = inner.cached();
@@ -125,7 +138,7 @@ impl Jwks {
 
     /// Fetches the set now, bypassing the cache (for `check`).
     pub(super) async fn fetch_now(&self) -> Result<Vec<VerifyingKey>, String> {
-        self.inner.fetch().await.map(|(keys, _)| keys)
+        self.inner.fetch().await.map(|(keys, _, _)| keys)
     }
 
     /// Starts the refresh timer once, on the runtime of the first verification; it ends
@@ -159,7 +172,7 @@ async fn refresh_loop(inner: Weak<Inner>) {
 }
 
 impl Inner {
-    fn cached(&self) -> (Vec<VerifyingKey>, Option<Instant>) {
+    fn cached(&self) -> (Keys, Option<Instant>) {
         let s = self.state.lock().unwrap_or_else(|e| e.into_inner());
         (s.keys.clone(), s.last_fetch)
     }
@@ -179,10 +192,17 @@ impl Inner {
         let now = Instant::now();
         s.last_fetch = Some(now);
         match fetched {
-            Ok((keys, max_age)) => {
-                s.keys = keys;
+            Ok((keys, jwks, max_age)) => {
+                let changed = s.jwks != jwks;
+                s.keys = keys.into();
+                s.jwks = jwks;
                 s.interval = refresh_interval(max_age);
                 s.next_refresh = Some(now + s.interval);
+                // After the new keys are in place: a verification that read the old
+                // generation cannot remember what it verified with the old keys.
+                if let (true, Some(verified)) = (changed, self.verified.get()) {
+                    verified.key_set_changed();
+                }
                 Ok(())
             }
             Err(e) => {
@@ -196,8 +216,8 @@ impl Inner {
         }
     }
 
-    /// The usable signing keys of the set, and its `max-age`.
-    async fn fetch(&self) -> Result<(Vec<VerifyingKey>, Option<Duration>), String> {
+    /// The usable signing keys of the set, the JWKs they came from, and its `max-age`.
+    async fn fetch(&self) -> Result<(Vec<VerifyingKey>, Vec<Jwk>, Option<Duration>), String> {
         let mut resp = self
             .http
             .get(self.url.clone())
@@ -229,12 +249,16 @@ impl Inner {
             bytes.extend_from_slice(&chunk);
         }
         let set: JwkSet = serde_json::from_slice(&bytes).map_err(|e| format!("not a JWKS: {e}"))?;
-        let keys: Vec<VerifyingKey> = set.keys.iter().filter_map(VerifyingKey::from_jwk).collect();
+        let (keys, jwks): (Vec<VerifyingKey>, Vec<Jwk>) = set
+            .keys
+            .into_iter()
+            .filter_map(|jwk| Some((VerifyingKey::from_jwk(&jwk)?, jwk)))
+            .unzip();
         // An IdP never means "trust nothing" while tokens are live; treat it as a fault.
         if keys.is_empty() {
             return Err("the JWKS holds no usable signing key".into());
         }
-        Ok((keys, max_age))
+        Ok((keys, jwks, max_age))
     }
 }
 

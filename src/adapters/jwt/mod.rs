@@ -6,18 +6,25 @@
 //! `kid` triggers at most one refetch per [`REFETCH_EVERY`], and the last good set keeps
 //! serving while the identity provider is down. `jku`/`x5u` headers are ignored;
 //! symmetric and encryption (`use: enc`) JWKs are skipped.
+//!
+//! Verified bearer tokens are remembered (`cache.rs`): a token seen before costs a hash
+//! and a clock check, not a signature check. Keys are parsed once per key set.
 
+mod cache;
 mod describe;
 mod jwks;
 mod keys;
+
+use std::sync::Arc;
 
 use jsonwebtoken::{Validation, errors::ErrorKind};
 use serde::Deserialize;
 
 use crate::domain::confirm::{self, ConfirmationClaims};
 use crate::domain::{DomainError, Principal, Scope, TenantId, Timestamp, TokenRejection};
-use crate::ports::TokenVerifier;
-use jwks::Jwks;
+use crate::ports::{Clock, TokenVerifier};
+use cache::{Verified, VerifiedTokens};
+use jwks::{Jwks, Keys};
 
 pub use describe::KeyInfo;
 pub use jwks::{REFETCH_EVERY, REFRESH_DEFAULT, REFRESH_MAX, REFRESH_MIN};
@@ -29,7 +36,7 @@ pub const MAX_TOKEN_BYTES: usize = 16 * 1024;
 const LEEWAY_S: u64 = 30;
 
 enum KeySource {
-    Static(Vec<VerifyingKey>),
+    Static(Keys),
     Jwks(Box<Jwks>),
 }
 
@@ -44,7 +51,7 @@ impl Issuer {
     pub fn with_keys(name: impl Into<String>, keys: Vec<VerifyingKey>) -> Issuer {
         Issuer {
             name: name.into(),
-            source: KeySource::Static(keys),
+            source: KeySource::Static(keys.into()),
         }
     }
 
@@ -64,6 +71,8 @@ impl Issuer {
 pub struct JwtVerifier {
     issuers: Vec<Issuer>,
     audience: String,
+    verified: Arc<VerifiedTokens>,
+    clock: Arc<dyn Clock>,
 }
 
 #[derive(Deserialize)]
@@ -74,6 +83,8 @@ struct Peek {
 #[derive(Deserialize)]
 struct BearerClaims {
     sub: String,
+    exp: u64,
+    nbf: Option<u64>,
     purpose: Option<String>,
     tenant_id: Option<String>,
     scope: Option<String>,
@@ -93,11 +104,26 @@ struct ConfirmClaims {
 }
 
 impl JwtVerifier {
-    /// A verifier for `audience` accepting `issuers`.
-    pub fn new(issuers: Vec<Issuer>, audience: impl Into<String>) -> JwtVerifier {
+    /// A verifier for `audience` accepting `issuers`; remembered tokens are checked
+    /// against `clock`.
+    pub fn new(
+        issuers: Vec<Issuer>,
+        audience: impl Into<String>,
+        clock: Arc<dyn Clock>,
+    ) -> JwtVerifier {
+        let verified = Arc::new(VerifiedTokens::new(cache::CAPACITY, LEEWAY_S));
+        // Static keys never change while the process runs; a JWKS empties the cache
+        // whenever its set does.
+        for issuer in &issuers {
+            if let KeySource::Jwks(jwks) = &issuer.source {
+                jwks.empties(verified.clone());
+            }
+        }
         JwtVerifier {
             issuers,
             audience: audience.into(),
+            verified,
+            clock,
         }
     }
 
@@ -125,7 +151,7 @@ impl JwtVerifier {
             .as_deref()
             .and_then(|iss| self.issuers.iter().find(|i| i.name == iss))
             .ok_or_else(|| reject(TokenRejection::WrongIssuer))?;
-        let keys = match &issuer.source {
+        let keys: Keys = match &issuer.source {
             KeySource::Static(keys) => keys.clone(),
             KeySource::Jwks(jwks) => jwks.keys_for(header.kid.as_deref()).await?,
         };
@@ -193,6 +219,15 @@ fn tenant(claim: Option<&str>, on_reject: OnReject) -> Result<TenantId, DomainEr
 impl TokenVerifier for JwtVerifier {
     async fn verify(&self, token: &str) -> Result<Principal, DomainError> {
         let bearer: OnReject = TokenRejection::into_error;
+        if token.len() > MAX_TOKEN_BYTES {
+            return Err(refuse(TokenRejection::Oversized, bearer));
+        }
+        let key = VerifiedTokens::key(token);
+        if let Some(principal) = self.verified.get(&key, self.clock.now()) {
+            return Ok(principal);
+        }
+        // Read before the keys are: a key set replaced meanwhile voids this verification.
+        let generation = self.verified.generation();
         let claims: BearerClaims = self.decode(token, bearer).await?;
         if claims.purpose.as_deref() == Some(confirm::PURPOSE) {
             return Err(refuse(TokenRejection::ConfirmationAsBearer, bearer));
@@ -203,11 +238,18 @@ impl TokenVerifier for JwtVerifier {
             (None, Some(list)) => list.iter().filter_map(|w| Scope::parse(w)).collect(),
             (None, None) => Vec::new(),
         };
-        Ok(Principal {
+        let principal = Principal {
             tenant,
             actor: claims.sub,
             scopes,
-        })
+        };
+        let verified = Verified {
+            principal: principal.clone(),
+            exp: claims.exp,
+            nbf: claims.nbf,
+        };
+        self.verified.insert(key, generation, verified);
+        Ok(principal)
     }
 
     async fn verify_confirmation(&self, token: &str) -> Result<ConfirmationClaims, DomainError> {
@@ -247,9 +289,9 @@ impl Issuer {
     /// # Errors
     /// Why the JWKS could not be fetched or held no usable key.
     pub async fn describe(&self) -> Result<Vec<KeyInfo>, String> {
-        Ok(describe::key_infos(&match &self.source {
-            KeySource::Static(keys) => keys.clone(),
-            KeySource::Jwks(jwks) => jwks.fetch_now().await?,
-        }))
+        Ok(match &self.source {
+            KeySource::Static(keys) => describe::key_infos(keys),
+            KeySource::Jwks(jwks) => describe::key_infos(&jwks.fetch_now().await?),
+        })
     }
 }

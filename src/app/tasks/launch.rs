@@ -56,24 +56,30 @@ pub async fn launch(
         progress,
         max_stored: app.settings().max_stored_tasks_per_tenant,
     };
-    let task = app.runner().start(ctx.clone(), new).await?;
+    // The run waits for `begin` to drop: once the answer below is on its way.
+    let (task, begin) = app.runner().start(ctx.clone(), new).await?;
     if call.task.is_some() {
         let handle = format!(
             "Started {} as task {}; poll tasks/get and fetch the result with tasks/result.",
             tool.listed_name(app.settings().tool_names),
             task.id
         );
-        return Ok(json!({
+        let answer = json!({
             "task": spec_task(&task),
             "_meta": {"io.modelcontextprotocol/model-immediate-response": handle}
-        }));
+        });
+        session.hold(begin);
+        return Ok(answer);
     }
     match waits {
         false => {
-            let handle = json!({"task_id": task.id.to_string(), "status": "running"});
-            Ok(structured(handle))
+            session.hold(begin);
+            Ok(structured(
+                json!({"task_id": task.id.to_string(), "status": "running"}),
+            ))
         }
         true => {
+            drop(begin);
             let done = app.runner().wait_terminal(&task.tenant, task.id).await?;
             task_result(&done)
         }

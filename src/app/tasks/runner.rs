@@ -20,6 +20,7 @@ use tracing::Instrument;
 
 use super::run::{ProgressTarget, Work, run, store_outcome};
 use super::slots::{Full, Slots};
+use crate::app::session::Begin;
 use crate::app::telemetry::{Outcome, TaskSpan};
 use crate::app::trace::random_bytes;
 use crate::domain::task::{Task, TaskStatus, orphaned, panicked};
@@ -105,13 +106,18 @@ impl TaskRunner {
         self.lock().contains_key(&id)
     }
 
-    /// Creates the task (drawing its id, again on a collision) and starts running it.
+    /// Creates the task (drawing its id, again on a collision) and starts running it as
+    /// soon as the returned [`Begin`] is dropped.
     ///
     /// # Errors
     /// `UpstreamUnavailable` when the store is down, or (with a retry delay) when the
     /// tenant already runs as many tasks here as it may, or this instance as many CUO
     /// children as it may.
-    pub async fn start(self: &Arc<Self>, ctx: CallCtx, new: NewRun) -> Result<Task, DomainError> {
+    pub async fn start(
+        self: &Arc<Self>,
+        ctx: CallCtx,
+        new: NewRun,
+    ) -> Result<(Task, Begin), DomainError> {
         // Taken before the first await, given back when the run ends or this start fails.
         let slot = self.slots.reserve(ctx.tenant).map_err(at_cap)?;
         let NewRun {
@@ -174,7 +180,10 @@ impl TaskRunner {
         let running = task.clone();
         let span = TaskSpan::start(&task, &ctx);
         let in_span = span.span().clone();
+        let (begin, begun) = Begin::new();
         self.tracker.spawn(async move {
+            // Sent or dropped, either way the answer is on its way.
+            let _ = begun.await;
             let ran = run(
                 &runner.ports,
                 ctx,
@@ -210,7 +219,7 @@ impl TaskRunner {
             runner.finished.send_modify(|n| *n += 1);
         });
         tracing::info!(task_id = %task.id, tool = task.tool.name(), tenant = %task.tenant, trace_id = %task.trace_id, "task started");
-        Ok(task)
+        Ok((task, begin))
     }
 
     /// Stops a run of this instance and waits (briefly) until its child is gone. Returns

@@ -12,7 +12,7 @@ use crate::support::jwks_server::{JwksServer, Reply};
 
 /// Two refreshes after now: the first may have started before the change, the second
 /// certainly saw it (the timer fetches one at a time).
-fn two_refreshes(server: &JwksServer) {
+pub(super) fn two_refreshes(server: &JwksServer) {
     let n = server.fetches();
     assert!(
         server.wait_fetches(n + 2, Duration::from_secs(15)),

@@ -1,9 +1,10 @@
 //! Identity through the built binary: bad tokens of every kind, scopes, tenants, rotation
 //! of the stdio token file (`tokens`), dev keys and dev tokens (`dev`), confirmation
 //! tokens and elicitation (`confirmation`), their required claims
-//! (`confirmation_claims`), JWKS with key rotation and size limits (`jwks`), and JWKS
-//! refresh on a timer (`jwks_refresh`).
+//! (`confirmation_claims`), JWKS with key rotation and size limits (`jwks`), JWKS
+//! refresh on a timer (`jwks_refresh`), and the verified-token cache (`cache`).
 
+mod cache;
 mod confirmation;
 mod confirmation_claims;
 mod dev;

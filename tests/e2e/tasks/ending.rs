@@ -243,7 +243,8 @@ async fn a_run_that_panics_ends_as_internal_error_and_gives_its_slot_back() {
                 .start(ctx(tenant), workflow_run(ports.clock.as_ref()))
                 .await
             {
-                Ok(task) => break task,
+                // Dropping the `Begin` lets the run start.
+                Ok((task, _begin)) => break task,
                 Err(_) if Instant::now() < deadline => {
                     tokio::time::sleep(Duration::from_millis(20)).await;
                 }

@@ -1,0 +1,153 @@
+//! Verified bearer tokens, remembered the way Envoy's `jwt_authn` does (CONTRACT §5):
+//! keyed by the SHA-256 of the token's exact bytes, holding the principal and the token's
+//! `exp`/`nbf`, which are checked against the clock on every use, bounded in entries, and
+//! emptied whenever a key set changes. A hit skips the signature check and every decode.
+//!
+//! A key the IdP revokes therefore stops working at the next key refresh (which empties
+//! the cache), not at the next request; the refresh timer bounds that (`jwks.rs`).
+//! Confirmation tokens are single use and never come here.
+
+use std::sync::RwLock;
+
+use quick_cache::sync::Cache;
+use sha2::{Digest, Sha256};
+
+use crate::domain::{Principal, Timestamp};
+
+/// Verified tokens remembered at most: one principal and two instants each, so a full
+/// cache is a few MiB at most.
+pub(super) const CAPACITY: usize = 10_000;
+
+/// What a verified token proved, and when it stops proving it.
+#[derive(Clone)]
+pub(super) struct Verified {
+    pub(super) principal: Principal,
+    /// `exp`, Unix seconds.
+    pub(super) exp: u64,
+    /// `nbf`, Unix seconds, when the token has one.
+    pub(super) nbf: Option<u64>,
+}
+
+impl Verified {
+    /// The same rule the verified decode applies: `exp` and `nbf` with `leeway_s`.
+    fn valid_at(&self, now: Timestamp, leeway_s: u64) -> bool {
+        let now_s = now.unix_millis().div_euclid(1000);
+        let leeway = i64::try_from(leeway_s).unwrap_or(i64::MAX);
+        let secs = |s: u64| i64::try_from(s).unwrap_or(i64::MAX);
+        secs(self.exp).saturating_add(leeway) >= now_s
+            && self
+                .nbf
+                .is_none_or(|nbf| secs(nbf) <= now_s.saturating_add(leeway))
+    }
+}
+
+/// The cache key of a token: the SHA-256 of its bytes (the token itself is not kept).
+pub(super) type TokenKey = [u8; 32];
+
+/// Remembered verified tokens.
+pub(super) struct VerifiedTokens {
+    entries: Cache<TokenKey, Verified>,
+    /// Bumped, and the entries cleared, whenever a key set changes. A verification that
+    /// began under an older generation (with keys since replaced) is not remembered.
+    generation: RwLock<u64>,
+    leeway_s: u64,
+}
+
+impl VerifiedTokens {
+    pub(super) fn new(capacity: usize, leeway_s: u64) -> VerifiedTokens {
+        VerifiedTokens {
+            entries: Cache::new(capacity),
+            generation: RwLock::new(0),
+            leeway_s,
+        }
+    }
+
+    pub(super) fn key(token: &str) -> TokenKey {
+        Sha256::digest(token.as_bytes()).into()
+    }
+
+    /// The current generation, read before the keys a verification uses.
+    pub(super) fn generation(&self) -> u64 {
+        *self.generation.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The principal of a remembered token still valid at `now`; an expired one is
+    /// forgotten, so the caller verifies it afresh and gets the precise refusal.
+    pub(super) fn get(&self, key: &TokenKey, now: Timestamp) -> Option<Principal> {
+        let hit = self.entries.get(key)?;
+        if hit.valid_at(now, self.leeway_s) {
+            Some(hit.principal)
+        } else {
+            self.entries.remove(key);
+            None
+        }
+    }
+
+    /// Remembers a token verified with the keys of `generation`, unless the key set has
+    /// changed since.
+    pub(super) fn insert(&self, key: TokenKey, generation: u64, verified: Verified) {
+        let current = self.generation.read().unwrap_or_else(|e| e.into_inner());
+        if *current == generation {
+            self.entries.insert(key, verified);
+        }
+    }
+
+    /// A key set changed: forget every token verified so far.
+    pub(super) fn key_set_changed(&self) {
+        let mut generation = self.generation.write().unwrap_or_else(|e| e.into_inner());
+        *generation += 1;
+        self.entries.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::TenantId;
+
+    fn verified(exp: u64, nbf: Option<u64>) -> Verified {
+        Verified {
+            principal: Principal {
+                tenant: TenantId::parse("00000000-0000-4000-8000-000000000001").unwrap(),
+                actor: "a".into(),
+                scopes: Vec::new(),
+            },
+            exp,
+            nbf,
+        }
+    }
+
+    fn at(s: i64) -> Timestamp {
+        Timestamp::from_unix_millis(s * 1000)
+    }
+
+    #[test]
+    fn exp_and_nbf_hold_with_the_leeway_and_not_a_second_past_it() {
+        let v = verified(1_000, Some(900));
+        assert!(v.valid_at(at(1_030), 30));
+        assert!(!v.valid_at(at(1_031), 30));
+        assert!(v.valid_at(at(870), 30));
+        assert!(!v.valid_at(at(869), 30));
+        assert!(verified(u64::MAX, None).valid_at(at(i64::MAX / 1000), 30));
+    }
+
+    #[test]
+    fn an_expired_hit_is_forgotten_and_a_stale_generation_is_not_remembered() {
+        let cache = VerifiedTokens::new(8, 0);
+        let key = VerifiedTokens::key("t");
+        let g = cache.generation();
+        cache.insert(key, g, verified(100, None));
+        assert!(cache.get(&key, at(100)).is_some());
+        assert!(cache.get(&key, at(101)).is_none());
+        // Forgotten: even the earlier instant misses now.
+        assert!(cache.get(&key, at(50)).is_none());
+
+        cache.insert(key, g, verified(100, None));
+        cache.key_set_changed();
+        assert!(cache.get(&key, at(50)).is_none());
+        cache.insert(key, g, verified(100, None));
+        assert!(cache.get(&key, at(50)).is_none(), "verified under old keys");
+        cache.insert(key, cache.generation(), verified(100, None));
+        assert!(cache.get(&key, at(50)).is_some());
+    }
+}
