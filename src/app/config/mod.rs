@@ -2,6 +2,7 @@
 //! and an optional TOML file (`--config`) with the same keys in kebab-case. Precedence:
 //! flag, then environment, then file, then default.
 
+mod commands;
 mod error;
 mod options;
 mod otel;

@@ -1,0 +1,64 @@
+//! The subcommands; serving is the default when none is given.
+
+use std::path::PathBuf;
+
+use clap::Subcommand;
+
+/// Subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Print the tools/list result as JSON.
+    Tools,
+    /// Check the configuration (printed with where each value came from), the HTTP
+    /// options and listen address, the keys, the store and upstreams; exit 0 when all are
+    /// fine, 1 otherwise.
+    Check {
+        /// Print one JSON object instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run the bundled reference CUO runner on stdin/stdout (the default --cuo-command).
+    CuoRunner {
+        /// Load persona JSON files from this directory instead of the bundled catalogue.
+        #[arg(long, value_name = "DIR")]
+        catalog: Option<PathBuf>,
+        /// Simulated work time per workflow step, in milliseconds (demos and load tests).
+        #[arg(long, value_name = "MS", default_value_t = 0)]
+        pace_ms: u64,
+    },
+    /// Apply the Postgres task-store migrations to --database-url (an owner/admin URL).
+    Migrate,
+    /// Print a token signed with the dev key of --data-dir (created if missing).
+    DevToken {
+        /// Tenant UUID.
+        #[arg(long)]
+        tenant: String,
+        /// Space-separated scopes (default: every scope).
+        #[arg(long)]
+        scopes: Option<String>,
+        /// Lifetime, e.g. 30s, 15m, 1h, 30d (default 1h; at most 5m with --confirm).
+        #[arg(long, default_value = "1h")]
+        ttl: String,
+        /// Subject (actor); the default is the --dev token's, so confirmation tokens
+        /// minted without --sub confirm that token's calls.
+        #[arg(long, default_value = "local-dev")]
+        sub: String,
+        /// Mint a confirmation token for this tool instead of a bearer token.
+        #[arg(long, value_name = "TOOL", requires = "args")]
+        confirm: Option<String>,
+        /// The exact arguments (JSON object) the confirmation token is for.
+        #[arg(long, value_name = "JSON")]
+        args: Option<String>,
+    },
+    /// Call one tool in-process and print its result (or error envelope) as JSON.
+    Call {
+        /// Tool name, e.g. cyberos.skill.list_skills.
+        tool: String,
+        /// Arguments as a JSON object (default {}).
+        args: Option<String>,
+        /// You, at this terminal, confirm the call: for tools that need the user's
+        /// confirmation (cyberos.memory.append_audit).
+        #[arg(long)]
+        confirm: bool,
+    },
+}
