@@ -22,6 +22,7 @@ struct Inner {
     identity: Identity,
     registry: Registry,
     runner: Arc<TaskRunner>,
+    workflows: crate::app::tools::WorkflowCatalog,
 }
 
 impl App {
@@ -39,6 +40,7 @@ impl App {
             identity,
             registry,
             runner,
+            workflows: Default::default(),
         }))
     }
 
@@ -68,6 +70,11 @@ impl App {
 
     pub(crate) fn registry(&self) -> &Registry {
         &self.0.registry
+    }
+
+    /// The CUO workflow catalogue `execute_workflow` checks against.
+    pub(crate) fn workflows(&self) -> &crate::app::tools::WorkflowCatalog {
+        &self.0.workflows
     }
 
     /// The principal of a request: verified by the transport (HTTP), or from the stdio

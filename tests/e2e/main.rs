@@ -23,3 +23,4 @@ mod tasks;
 mod telemetry;
 mod tidy;
 mod tool_names;
+mod workflow_catalog;

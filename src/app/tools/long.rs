@@ -10,7 +10,7 @@ use crate::app::session::Session;
 use crate::app::tasks::{Work, launch};
 use crate::app::tools::registry::violation;
 use crate::domain::task::DEFAULT_TIMEOUT_S;
-use crate::domain::{CallCtx, DomainError, Tool, Upstream};
+use crate::domain::{CallCtx, DomainError, Tool};
 use crate::ports::{SkillRun, WorkflowRun};
 
 #[derive(Deserialize)]
@@ -87,10 +87,9 @@ pub(super) async fn invoke_skill(
     launch(app, session, ctx, Tool::InvokeSkill, call, timeout_s, work).await
 }
 
-/// Unknown persona/workflow ids are refused before a task exists (the CUO catalogue is
-/// asked each time; it answers from memory in the bundled runner).
 /// The workflow exists for the persona and `inputs` match its `input_schema`: checked
-/// before a task exists, so a run that could only fail is never started or stored.
+/// before a task exists, so a run that could only fail is never started or stored
+/// (against the cached catalogue, `workflows.rs`).
 async fn check_workflow(
     app: &App,
     ctx: &CallCtx,
@@ -98,22 +97,21 @@ async fn check_workflow(
     workflow: &str,
     inputs: &Value,
 ) -> Result<(), DomainError> {
-    let workflows = app.ports().cuo.list_workflows(ctx, Some(persona)).await?;
-    let Some(found) = workflows.iter().find(|w| w.id == workflow) else {
+    let found = app
+        .workflows()
+        .schema(app.ports().cuo.as_ref(), ctx, persona, workflow)
+        .await?;
+    let Some(schema) = found else {
         return Err(DomainError::invalid_at(
             format!("unknown workflow for persona '{persona}'"),
             "/workflow",
         )
         .with_hint("List the persona's workflows with cyberos.cuo.list_workflows."));
     };
-    let broken = |why: &'static str| DomainError::unavailable(Upstream::Cuo, Some(why.into()));
-    let schema: Value = serde_json::from_str(found.input_schema.as_str())
-        .map_err(|_| broken("the workflow's input_schema is not JSON"))?;
-    // Remote `$ref`s are compiled out of jsonschema: a schema cannot make us fetch.
-    let validator = jsonschema::options()
-        .with_draft(jsonschema::Draft::Draft202012)
-        .build(&schema)
-        .map_err(|_| broken("the workflow's input_schema does not compile"))?;
+    let validator = schema
+        .as_ref()
+        .as_ref()
+        .map_err(|why| super::workflows::broken(why))?;
     match validator.iter_errors(inputs).next() {
         None => Ok(()),
         Some(error) => {

@@ -8,6 +8,9 @@ mod long;
 mod memory;
 pub mod registry;
 mod skill;
+mod workflows;
+
+pub use workflows::WorkflowCatalog;
 
 pub use call::call;
 pub use registry::Registry;

@@ -1,0 +1,90 @@
+//! `execute_workflow` checks the CUO catalogue as CONTRACT §4 says: cached per tenant and
+//! persona, refreshed on a miss, so the CUO is not asked on every call.
+
+use cyberos_mcp_bridge::app::tools::WorkflowCatalog;
+use cyberos_mcp_bridge::domain::cuo::Workflow;
+use cyberos_mcp_bridge::domain::{CallCtx, JsonText, TenantId, TraceId};
+
+use crate::support::mocks::{MockCuo, Port};
+
+fn ctx(tenant: &str) -> CallCtx {
+    CallCtx {
+        tenant: TenantId::parse(tenant).unwrap(),
+        actor: "alice".into(),
+        trace_id: TraceId::from_bytes([1; 16]),
+        span_id: [1; 8],
+        sampled: true,
+        tracestate: None,
+    }
+}
+
+fn workflow(id: &str) -> Workflow {
+    Workflow {
+        persona: "cto".into(),
+        id: id.into(),
+        title: id.into(),
+        description: "d".into(),
+        input_schema: JsonText::from_serialized(r#"{"type":"object","required":["title"]}"#.into()),
+        typical_duration_s: 1,
+    }
+}
+
+#[tokio::test]
+async fn the_catalogue_is_asked_once_per_tenant_and_again_on_a_miss() {
+    let a = ctx("aaaaaaaa-0000-4000-8000-00000000000a");
+    let b = ctx("bbbbbbbb-0000-4000-8000-00000000000b");
+    let mut cuo = MockCuo::new();
+    let mut seq = mockall::Sequence::new();
+    // Tenant A: the first lookup fetches; the CUO then gains "retro", found by the
+    // lookup that misses; tenant B fetches its own.
+    cuo.expect_list_workflows()
+        .withf(|ctx, persona| {
+            ctx.tenant.to_string().starts_with("aaaa") && persona.as_deref() == Some("cto")
+        })
+        .times(1)
+        .in_sequence(&mut seq)
+        .returning(|_, _| Ok(vec![workflow("adr")]));
+    cuo.expect_list_workflows()
+        .withf(|ctx, _| ctx.tenant.to_string().starts_with("aaaa"))
+        .times(1)
+        .in_sequence(&mut seq)
+        .returning(|_, _| Ok(vec![workflow("adr"), workflow("retro")]));
+    cuo.expect_list_workflows()
+        .withf(|ctx, _| ctx.tenant.to_string().starts_with("bbbb"))
+        .times(1)
+        .in_sequence(&mut seq)
+        .returning(|_, _| Ok(vec![workflow("adr")]));
+    let port = Port(cuo);
+    let catalog = WorkflowCatalog::default();
+    for _ in 0..3 {
+        let schema = catalog
+            .schema(&port, &a, "cto", "adr")
+            .await
+            .unwrap()
+            .unwrap();
+        let validator = schema.as_ref().as_ref().unwrap();
+        assert!(!validator.is_valid(&serde_json::json!({})));
+    }
+    assert!(
+        catalog
+            .schema(&port, &a, "cto", "retro")
+            .await
+            .unwrap()
+            .is_some()
+    );
+    assert!(
+        catalog
+            .schema(&port, &a, "cto", "retro")
+            .await
+            .unwrap()
+            .is_some()
+    );
+    assert!(
+        catalog
+            .schema(&port, &b, "cto", "adr")
+            .await
+            .unwrap()
+            .is_some()
+    );
+    // Dropping the mock checks the counts.
+}
