@@ -63,7 +63,10 @@ async def exercise(url: str, token: str) -> str:
             init = await session.initialize()
             assert init.protocolVersion == "2025-11-25", init.protocolVersion
             assert init.serverInfo.name == "cyberos-mcp-bridge", init.serverInfo
-            assert session_id() is None, "the bridge is stateless: no session id"
+            # An optional, signed session: the SDK sends it on every later request (each
+            # still carries its token) and DELETEs it when it closes.
+            sid = session_id()
+            assert sid and "." in sid, f"a signed session id: {sid!r}"
             tools = (await session.list_tools()).tools
             names = sorted(t.name for t in tools)
             assert len(names) == 8, names
