@@ -9,24 +9,13 @@ use serde_json::json;
 use cyberos_mcp_bridge::adapters::memory_http::HttpMemoryClient;
 use cyberos_mcp_bridge::adapters::sqlite::SqliteStore;
 use cyberos_mcp_bridge::domain::memory::{AuditQuery, NewAuditEntry};
-use cyberos_mcp_bridge::domain::{CallCtx, DomainError, ErrorClass, JsonText, TenantId, TraceId};
+use cyberos_mcp_bridge::domain::{DomainError, ErrorClass, JsonText};
 use cyberos_mcp_bridge::ports::MemoryClient;
 
-use crate::support::assert_envelope;
 use crate::support::binary::Bridge;
 use crate::support::fakes::InMemoryAudit;
 use crate::support::memory_server::{ERROR_BODY_SECRETS, Fault, MemoryServer, refused_url};
-
-fn ctx(tenant: &str) -> CallCtx {
-    CallCtx {
-        tenant: TenantId::parse(tenant).unwrap(),
-        actor: "alice".into(),
-        trace_id: TraceId::from_bytes([7; 16]),
-        span_id: [3; 8],
-        sampled: true,
-        tracestate: Some("vendor=opaque".into()),
-    }
-}
+use crate::support::{assert_envelope, call_ctx};
 
 const A: &str = "aaaaaaaa-0000-4000-8000-000000000001";
 const B: &str = "bbbbbbbb-0000-4000-8000-000000000002";
@@ -56,7 +45,7 @@ fn assert_class(r: Result<impl std::fmt::Debug, DomainError>, class: ErrorClass)
 
 /// What every `MemoryClient` must do.
 async fn audit_log_contract(memory: &dyn MemoryClient) {
-    let (a, b) = (ctx(A), ctx(B));
+    let (a, b) = (call_ctx(A), call_ctx(B));
     let first = memory
         .append(&a, &entry("decision", 1), "key-1")
         .await
@@ -174,7 +163,12 @@ async fn the_embedded_sqlite_log_satisfies_the_audit_log_contract() {
         .await
         .unwrap();
     assert_eq!(
-        again.list(&ctx(A), &query(50)).await.unwrap().entries.len(),
+        again
+            .list(&call_ctx(A), &query(50))
+            .await
+            .unwrap()
+            .entries
+            .len(),
         3
     );
 }
@@ -218,11 +212,11 @@ async fn a_transient_failure_is_retried_once_without_writing_twice() {
     let client = HttpMemoryClient::new(&server.url, None).unwrap();
     server.set_fault(Fault::FailOnce);
     client
-        .append(&ctx(A), &entry("decision", 1), "k")
+        .append(&call_ctx(A), &entry("decision", 1), "k")
         .await
         .unwrap();
     client
-        .append(&ctx(A), &entry("decision", 1), "k")
+        .append(&call_ctx(A), &entry("decision", 1), "k")
         .await
         .unwrap();
     assert_eq!(server.count(), 1);
@@ -232,7 +226,7 @@ async fn a_transient_failure_is_retried_once_without_writing_twice() {
 async fn http_faults_are_upstream_unavailable() {
     let refused = HttpMemoryClient::new(&refused_url(), None).unwrap();
     assert_class(
-        refused.list(&ctx(A), &query(5)).await,
+        refused.list(&call_ctx(A), &query(5)).await,
         ErrorClass::UpstreamUnavailable,
     );
 
@@ -241,7 +235,7 @@ async fn http_faults_are_upstream_unavailable() {
     for fault in [Fault::ServerError, Fault::Huge, Fault::NotJson] {
         server.set_fault(fault);
         let err = assert_class(
-            client.list(&ctx(A), &query(5)).await,
+            client.list(&call_ctx(A), &query(5)).await,
             ErrorClass::UpstreamUnavailable,
         );
         assert_eq!(
@@ -253,7 +247,7 @@ async fn http_faults_are_upstream_unavailable() {
     server.set_fault(Fault::Slow(Duration::from_secs(7)));
     let started = Instant::now();
     assert_class(
-        client.get(&ctx(A), "x").await,
+        client.get(&call_ctx(A), "x").await,
         ErrorClass::UpstreamUnavailable,
     );
     assert!(

@@ -3,20 +3,10 @@
 
 use cyberos_mcp_bridge::app::tools::WorkflowCatalog;
 use cyberos_mcp_bridge::domain::cuo::Workflow;
-use cyberos_mcp_bridge::domain::{CallCtx, JsonText, TenantId, TraceId};
+use cyberos_mcp_bridge::domain::{CallCtx, JsonText};
 
+use crate::support::call_ctx;
 use crate::support::mocks::{MockCuo, Port};
-
-fn ctx(tenant: &str) -> CallCtx {
-    CallCtx {
-        tenant: TenantId::parse(tenant).unwrap(),
-        actor: "alice".into(),
-        trace_id: TraceId::from_bytes([1; 16]),
-        span_id: [1; 8],
-        sampled: true,
-        tracestate: None,
-    }
-}
 
 fn workflow(id: &str) -> Workflow {
     Workflow {
@@ -31,8 +21,8 @@ fn workflow(id: &str) -> Workflow {
 
 #[tokio::test]
 async fn the_catalogue_is_asked_once_per_tenant_and_again_on_a_miss() {
-    let a = ctx("aaaaaaaa-0000-4000-8000-00000000000a");
-    let b = ctx("bbbbbbbb-0000-4000-8000-00000000000b");
+    let a = call_ctx("aaaaaaaa-0000-4000-8000-00000000000a");
+    let b = call_ctx("bbbbbbbb-0000-4000-8000-00000000000b");
     let mut cuo = MockCuo::new();
     let mut seq = mockall::Sequence::new();
     // Tenant A: the first lookup fetches; the CUO then gains "retro", found by the

@@ -121,3 +121,16 @@ pub fn in_ci() -> bool {
         )
     })
 }
+
+/// A call by `alice` of `tenant`, with a fixed trace (`07…07`, span `03…03`, sampled) and
+/// a `tracestate` to pass on, for tests that drive a port directly.
+pub fn call_ctx(tenant: &str) -> cyberos_mcp_bridge::domain::CallCtx {
+    cyberos_mcp_bridge::domain::CallCtx {
+        tenant: cyberos_mcp_bridge::domain::TenantId::parse(tenant).unwrap(),
+        actor: "alice".into(),
+        trace_id: cyberos_mcp_bridge::domain::TraceId::from_bytes([7; 16]),
+        span_id: [3; 8],
+        sampled: true,
+        tracestate: Some("vendor=opaque".into()),
+    }
+}
