@@ -113,6 +113,21 @@ else
 fi
 rm -rf "$hosts_log" "$hosts_out"
 
+# --- The official MCP conformance suite's server scenarios that apply (pinned by
+# tests/conformance/package-lock.json, with the Node.js 22 it needs; ~10 s to install, cached
+# in tests/conformance/.cache). Each scenario counts once.
+log "MCP conformance suite (tests/conformance/run.sh)"
+conf_log=$(mktemp)
+tests/conformance/run.sh "$bin" | tee "$conf_log" || true
+conf_p=$(sed -n 's/^conformance: \([0-9]*\) passed, \([0-9]*\) failed$/\1/p' "$conf_log")
+conf_f=$(sed -n 's/^conformance: \([0-9]*\) passed, \([0-9]*\) failed$/\2/p' "$conf_log")
+if [ -n "$conf_p" ]; then
+  passed=$((passed + conf_p)); failed=$((failed + conf_f))
+else
+  echo "the conformance suite ended without a verdict" >&2; failed=$((failed + 1))
+fi
+rm -f "$conf_log"
+
 # --- The container image's build steps (the Dockerfile only runs this script; there is
 # no container engine here): a stripped release binary that runs, staged as the image.
 log "container image build steps (scripts/build-image.sh)"
