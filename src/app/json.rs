@@ -1,14 +1,49 @@
 //! JSON shapes shared by the tool handlers and the task methods.
 
+use serde::Serialize;
+use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
+use crate::app::rpc::{Reply, text_of};
 use crate::domain::{DomainError, JsonText};
 
 /// A successful `CallToolResult` whose `structuredContent` is `value`, with the same JSON
-/// as text for clients that read only `content`.
-pub fn structured(value: Value) -> Value {
+/// as text for clients that read only `content`: serialized once, then written twice (as
+/// is, and escaped as the text), with no tree built or walked again.
+///
+/// # Errors
+/// `Internal` when `value` does not serialize (a handler built a value JSON cannot hold).
+pub fn structured<T: Serialize + ?Sized>(value: &T) -> Result<Reply, DomainError> {
+    let broken = |e: serde_json::Error| {
+        DomainError::internal("a tool result does not serialize", Some(e.into()))
+    };
+    let json = serde_json::to_string(value).map_err(broken)?;
+    let mut out = Vec::with_capacity(2 * json.len() + 96);
+    out.extend_from_slice(br#"{"content":[{"type":"text","text":"#);
+    serde_json::to_writer(&mut out, json.as_str()).map_err(broken)?;
+    out.extend_from_slice(br#"}],"structuredContent":"#);
+    out.extend_from_slice(json.as_bytes());
+    out.extend_from_slice(br#","isError":false}"#);
+    let text = String::from_utf8(out)
+        .map_err(|e| DomainError::internal("a tool result is not UTF-8", Some(e.into())))?;
+    Ok(Reply::Raw(text.into()))
+}
+
+/// The same result as a value, for the task paths that add to it (`tasks/result`'s
+/// `_meta`).
+pub fn structured_value(value: Value) -> Value {
     let text = text_of(&value);
     json!({ "content": [{"type": "text", "text": text}], "structuredContent": value, "isError": false })
+}
+
+/// A JSON document produced by an adapter, checked but not parsed into a tree, to be
+/// written into a result as it is.
+///
+/// # Errors
+/// `Internal` when the text is not JSON (an adapter broke its contract).
+pub fn raw_json(text: &JsonText) -> Result<&RawValue, DomainError> {
+    serde_json::from_str(text.as_str())
+        .map_err(|e| DomainError::internal("an upstream document is not JSON", Some(e.into())))
 }
 
 /// A JSON document produced by an adapter, back as a value.
@@ -23,15 +58,4 @@ pub fn json_value(text: &JsonText) -> Result<Value, DomainError> {
 /// A value as opaque JSON text for a port.
 pub fn json_text(value: &Value) -> JsonText {
     JsonText::from_serialized(text_of(value))
-}
-
-/// A value serialized straight into a buffer: about a third of the instructions of its
-/// `Display` (`to_string`), which goes through `fmt::Write` piece by piece.
-pub fn text_of(value: &Value) -> String {
-    let mut out = Vec::with_capacity(128);
-    // A `Value` always serializes (its keys are strings), to UTF-8.
-    match serde_json::to_writer(&mut out, value).map(|()| String::from_utf8(out)) {
-        Ok(Ok(text)) => text,
-        _ => value.to_string(),
-    }
 }

@@ -152,9 +152,7 @@ async fn dispatch(
         }
         Method::ToolsCall(params) => {
             let call = call.expect("answer() opens a span for every tools/call");
-            tools::call(app, session, params, call)
-                .await
-                .map(Reply::Json)
+            tools::call(app, session, params, call).await
         }
         Method::TasksGet(task) => tasks::methods::get(app, session, task, trace)
             .await

@@ -1,5 +1,5 @@
 //! Verified bearer tokens, remembered the way Envoy's `jwt_authn` does (CONTRACT §5):
-//! keyed by the SHA-256 of the token's exact bytes, holding the principal and the token's
+//! keyed by a keyed hash of the token's exact bytes, holding the principal and the token's
 //! `exp`/`nbf`, which are checked against the clock on every use, bounded in entries, and
 //! emptied whenever a key set changes. A hit skips the signature check and every decode.
 //!
@@ -7,10 +7,11 @@
 //! the cache), not at the next request; the refresh timer bounds that (`jwks.rs`).
 //! Confirmation tokens are single use and never come here.
 
+use std::hash::{BuildHasher, Hasher};
 use std::sync::RwLock;
 
 use quick_cache::sync::Cache;
-use sha2::{Digest, Sha256};
+use siphasher::sip128::{Hasher128, SipHasher24};
 
 use crate::domain::{Principal, Timestamp};
 
@@ -41,12 +42,16 @@ impl Verified {
     }
 }
 
-/// The cache key of a token: the SHA-256 of its bytes (the token itself is not kept).
-pub(super) type TokenKey = [u8; 32];
+/// The cache key of a token: SipHash-2-4-128 of its bytes under the cache's secret key
+/// (the token itself is not kept). A PRF: without the key nobody can make two tokens
+/// share an entry, and 128 bits make an accidental collision out of reach.
+pub(super) type TokenKey = u128;
 
 /// Remembered verified tokens.
 pub(super) struct VerifiedTokens {
     entries: Cache<TokenKey, Verified>,
+    /// The hash key, random per process.
+    secret: (u64, u64),
     /// Bumped, and the entries cleared, whenever a key set changes. A verification that
     /// began under an older generation (with keys since replaced) is not remembered.
     generation: RwLock<u64>,
@@ -55,15 +60,21 @@ pub(super) struct VerifiedTokens {
 
 impl VerifiedTokens {
     pub(super) fn new(capacity: usize, leeway_s: u64) -> VerifiedTokens {
+        // `RandomState` is seeded from the OS's randomness and never fails; two of them
+        // give the two secret words.
+        let word = |n: u8| std::collections::hash_map::RandomState::new().hash_one(n);
         VerifiedTokens {
             entries: Cache::new(capacity),
+            secret: (word(0), word(1)),
             generation: RwLock::new(0),
             leeway_s,
         }
     }
 
-    pub(super) fn key(token: &str) -> TokenKey {
-        Sha256::digest(token.as_bytes()).into()
+    pub(super) fn key(&self, token: &str) -> TokenKey {
+        let mut h = SipHasher24::new_with_keys(self.secret.0, self.secret.1);
+        h.write(token.as_bytes());
+        h.finish128().as_u128()
     }
 
     /// The current generation, read before the keys a verification uses.
@@ -122,6 +133,14 @@ mod tests {
     }
 
     #[test]
+    fn keys_differ_per_token_and_per_cache() {
+        let (a, b) = (VerifiedTokens::new(8, 0), VerifiedTokens::new(8, 0));
+        assert_eq!(a.key("token"), a.key("token"));
+        assert_ne!(a.key("token"), a.key("token."));
+        assert_ne!(a.key("token"), b.key("token"), "the hash key is per cache");
+    }
+
+    #[test]
     fn exp_and_nbf_hold_with_the_leeway_and_not_a_second_past_it() {
         let v = verified(1_000, Some(900));
         assert!(v.valid_at(at(1_030), 30));
@@ -134,7 +153,7 @@ mod tests {
     #[test]
     fn an_expired_hit_is_forgotten_and_a_stale_generation_is_not_remembered() {
         let cache = VerifiedTokens::new(8, 0);
-        let key = VerifiedTokens::key("t");
+        let key = cache.key("t");
         let g = cache.generation();
         cache.insert(key, g, verified(100, None));
         assert!(cache.get(&key, at(100)).is_some());

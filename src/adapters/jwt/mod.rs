@@ -222,7 +222,7 @@ impl TokenVerifier for JwtVerifier {
         if token.len() > MAX_TOKEN_BYTES {
             return Err(refuse(TokenRejection::Oversized, bearer));
         }
-        let key = VerifiedTokens::key(token);
+        let key = self.verified.key(token);
         if let Some(principal) = self.verified.get(&key, self.clock.now()) {
             return Ok(principal);
         }

@@ -11,7 +11,7 @@ pub use error::{
 };
 pub use frame::{
     FrameError, Incoming, PeerResponse, Reply, Request, TraceMeta, failure, notification,
-    parse_frame, success,
+    parse_frame, success, text_of,
 };
 pub use id::RequestId;
 pub use method::{

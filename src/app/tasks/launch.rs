@@ -2,14 +2,14 @@
 //! `params.task` a spec `CreateTaskResult`; without it, the seed's immediate handle, or
 //! with `--long-running wait` the final result.
 
-use serde_json::{Value, json};
+use serde_json::json;
 
 use super::run::{ProgressTarget, Work};
 use super::runner::NewRun;
 use super::wire::{spec_task, task_result};
 use crate::app::App;
 use crate::app::json::structured;
-use crate::app::rpc::CallParams;
+use crate::app::rpc::{CallParams, Reply};
 use crate::app::session::Session;
 use crate::domain::task::{MAX_STORED_INPUT_BYTES, granted_ttl_ms, input_too_large};
 use crate::domain::{CallCtx, DomainError, JsonText, Timestamp, Tool};
@@ -24,7 +24,7 @@ pub async fn launch(
     call: &CallParams,
     timeout_s: u64,
     work: impl FnOnce(Timestamp) -> Work,
-) -> Result<Value, DomainError> {
+) -> Result<Reply, DomainError> {
     let now = app.ports().clock.now();
     let timeout_at = now.plus_millis((timeout_s * 1000) as i64);
     let ttl = granted_ttl_ms(call.requested_ttl());
@@ -69,19 +69,17 @@ pub async fn launch(
             "_meta": {"io.modelcontextprotocol/model-immediate-response": handle}
         });
         session.hold(begin);
-        return Ok(answer);
+        return Ok(answer.into());
     }
     match waits {
         false => {
             session.hold(begin);
-            Ok(structured(
-                json!({"task_id": task.id.to_string(), "status": "running"}),
-            ))
+            structured(&json!({"task_id": task.id.to_string(), "status": "running"}))
         }
         true => {
             drop(begin);
             let done = app.runner().wait_terminal(&task.tenant, task.id).await?;
-            task_result(&done)
+            task_result(&done).map(Reply::Json)
         }
     }
 }

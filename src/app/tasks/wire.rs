@@ -3,7 +3,7 @@
 
 use serde_json::{Value, json};
 
-use crate::app::json::{json_value, structured};
+use crate::app::json::{json_value, structured_value};
 use crate::domain::DomainError;
 use crate::domain::task::{Task, TaskStatus};
 
@@ -68,7 +68,7 @@ pub fn task_result(task: &Task) -> Result<Value, DomainError> {
                 .map(json_value)
                 .transpose()?
                 .unwrap_or(Value::Null);
-            Ok(structured(output))
+            Ok(structured_value(output))
         }
         TaskStatus::Failed => Err(task
             .failure

@@ -8,7 +8,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 use super::{confirmation, cuo, long, memory, skill};
-use crate::app::rpc::{BadParams, CallParams, INVALID_PARAMS, RpcError};
+use crate::app::rpc::{BadParams, CallParams, INVALID_PARAMS, Reply, RpcError};
 use crate::app::session::Session;
 use crate::app::telemetry::{CallSpan, Outcome};
 use crate::app::{App, ToolErrors};
@@ -21,7 +21,7 @@ pub async fn call(
     session: &Session,
     params: &Result<CallParams, BadParams>,
     span: &CallSpan,
-) -> Result<Value, RpcError> {
+) -> Result<Reply, RpcError> {
     let trace = span.trace_id();
     let call = params
         .as_ref()
@@ -64,7 +64,7 @@ pub async fn call(
             if as_result {
                 // An error sent as JSON-RPC is respelled where every error frame is built.
                 wire.respell(app.settings().tool_names);
-                Ok(error_result(&wire))
+                Ok(Reply::Json(error_result(&wire)))
             } else {
                 Err(wire)
             }
@@ -79,7 +79,7 @@ async fn run_tool(
     tool: Tool,
     call: &CallParams,
     span: &CallSpan,
-) -> Result<Value, DomainError> {
+) -> Result<Reply, DomainError> {
     let trace = span.trace_id();
     let spec = tool.spec();
     if !principal.has(spec.scope) {

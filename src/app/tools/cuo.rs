@@ -5,6 +5,7 @@ use serde_json::{Value, json};
 
 use crate::app::App;
 use crate::app::json::{json_value, structured};
+use crate::app::rpc::Reply;
 use crate::domain::{CallCtx, DomainError};
 
 #[derive(Deserialize)]
@@ -20,7 +21,7 @@ pub(super) struct RouteArgs {
     limit: Option<u8>,
 }
 
-pub(super) async fn list_personas(app: &App, ctx: &CallCtx) -> Result<Value, DomainError> {
+pub(super) async fn list_personas(app: &App, ctx: &CallCtx) -> Result<Reply, DomainError> {
     let personas = app.ports().cuo.list_personas(ctx).await?;
     let personas: Vec<Value> = personas
         .into_iter()
@@ -31,14 +32,14 @@ pub(super) async fn list_personas(app: &App, ctx: &CallCtx) -> Result<Value, Dom
             })
         })
         .collect();
-    Ok(structured(json!({ "personas": personas })))
+    structured(&json!({ "personas": personas }))
 }
 
 pub(super) async fn list_workflows(
     app: &App,
     ctx: &CallCtx,
     args: ListWorkflowsArgs,
-) -> Result<Value, DomainError> {
+) -> Result<Reply, DomainError> {
     let workflows = app
         .ports()
         .cuo
@@ -53,17 +54,17 @@ pub(super) async fn list_workflows(
             }))
         })
         .collect::<Result<Vec<Value>, DomainError>>()?;
-    Ok(structured(json!({ "workflows": workflows })))
+    structured(&json!({ "workflows": workflows }))
 }
 
-pub(super) async fn route(app: &App, ctx: &CallCtx, args: RouteArgs) -> Result<Value, DomainError> {
+pub(super) async fn route(app: &App, ctx: &CallCtx, args: RouteArgs) -> Result<Reply, DomainError> {
     let route = app
         .ports()
         .cuo
         .route(ctx, &args.query, args.limit.unwrap_or(3))
         .await?;
-    Ok(structured(json!({
+    structured(&json!({
         "persona": route.persona, "workflow": route.workflow,
         "confidence": route.confidence, "alternates": route.alternates
-    })))
+    }))
 }

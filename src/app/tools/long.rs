@@ -5,7 +5,7 @@ use serde_json::{Map, Value};
 
 use crate::app::App;
 use crate::app::json::json_text;
-use crate::app::rpc::CallParams;
+use crate::app::rpc::{CallParams, Reply};
 use crate::app::session::Session;
 use crate::app::tasks::{Work, launch};
 use crate::app::tools::registry::violation;
@@ -38,7 +38,7 @@ pub(super) async fn execute_workflow(
     ctx: &CallCtx,
     call: &CallParams,
     args: ExecuteWorkflowArgs,
-) -> Result<Value, DomainError> {
+) -> Result<Reply, DomainError> {
     let inputs = Value::Object(args.inputs);
     check_workflow(app, ctx, &args.persona, &args.workflow, &inputs).await?;
     let timeout_s = args.timeout_s.unwrap_or(DEFAULT_TIMEOUT_S);
@@ -70,7 +70,7 @@ pub(super) async fn invoke_skill(
     ctx: &CallCtx,
     call: &CallParams,
     args: InvokeSkillArgs,
-) -> Result<Value, DomainError> {
+) -> Result<Reply, DomainError> {
     let Some(skill) = app.ports().skills.get(&args.skill).await? else {
         return Err(DomainError::invalid_at("unknown skill", "/skill")
             .with_hint("List the available skills with cyberos.skill.list_skills."));

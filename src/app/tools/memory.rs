@@ -5,6 +5,7 @@ use serde_json::{Map, Value, json};
 
 use crate::app::App;
 use crate::app::json::{json_text, json_value, structured};
+use crate::app::rpc::Reply;
 use crate::app::trace::random_bytes;
 use crate::domain::memory::{AuditEntry, AuditQuery, NewAuditEntry};
 use crate::domain::{CallCtx, DomainError, Timestamp};
@@ -31,7 +32,7 @@ pub(super) async fn append_audit(
     app: &App,
     ctx: &CallCtx,
     args: AppendAuditArgs,
-) -> Result<Value, DomainError> {
+) -> Result<Reply, DomainError> {
     let entry = NewAuditEntry {
         kind: args.kind,
         subject: args.subject,
@@ -43,20 +44,20 @@ pub(super) async fn append_audit(
         .map(|b| format!("{b:02x}"))
         .collect();
     let receipt = app.ports().memory.append(ctx, &entry, &key).await?;
-    Ok(structured(
-        json!({ "audit_id": receipt.audit_id, "recorded_at": receipt.recorded_at.to_rfc3339() }),
-    ))
+    structured(
+        &json!({ "audit_id": receipt.audit_id, "recorded_at": receipt.recorded_at.to_rfc3339() }),
+    )
 }
 
 pub(super) async fn read_audit(
     app: &App,
     ctx: &CallCtx,
     args: ReadAuditArgs,
-) -> Result<Value, DomainError> {
+) -> Result<Reply, DomainError> {
     let memory = &app.ports().memory;
     if let Some(id) = args.audit_id {
         let entry = memory.get(ctx, &id).await?;
-        return Ok(structured(json!({ "entries": [entry_json(entry)?] })));
+        return structured(&json!({ "entries": [entry_json(entry)?] }));
     }
     let since =
         match args.since {
@@ -81,7 +82,7 @@ pub(super) async fn read_audit(
     if let Some(next) = page.next_cursor {
         out["next_cursor"] = next.into();
     }
-    Ok(structured(out))
+    structured(&out)
 }
 
 fn entry_json(e: AuditEntry) -> Result<Value, DomainError> {

@@ -1,10 +1,11 @@
 //! Handlers of the two `cyberos.skill.*` tools.
 
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 
 use crate::app::App;
-use crate::app::json::{json_value, structured};
+use crate::app::json::{raw_json, structured};
+use crate::app::rpc::Reply;
 use crate::domain::DomainError;
 
 #[derive(Deserialize)]
@@ -14,7 +15,21 @@ pub(super) struct ListSkillsArgs {
     limit: Option<usize>,
 }
 
-pub(super) async fn list_skills(app: &App, args: ListSkillsArgs) -> Result<Value, DomainError> {
+/// One skill of `list_skills`' result.
+#[derive(Serialize)]
+struct Listed<'a> {
+    name: &'a str,
+    description: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    input_schema: Option<&'a RawValue>,
+}
+
+#[derive(Serialize)]
+struct Skills<'a> {
+    skills: Vec<Listed<'a>>,
+}
+
+pub(super) async fn list_skills(app: &App, args: ListSkillsArgs) -> Result<Reply, DomainError> {
     let query = args.query.as_deref().filter(|q| !q.trim().is_empty());
     let skills = app
         .ports()
@@ -22,14 +37,14 @@ pub(super) async fn list_skills(app: &App, args: ListSkillsArgs) -> Result<Value
         .list(query, args.limit.unwrap_or(50))
         .await?;
     let skills = skills
-        .into_iter()
+        .iter()
         .map(|s| {
-            let mut v = json!({ "name": s.name, "description": s.description });
-            if let Some(schema) = &s.input_schema {
-                v["input_schema"] = json_value(schema)?;
-            }
-            Ok(v)
+            Ok(Listed {
+                name: &s.name,
+                description: &s.description,
+                input_schema: s.input_schema.as_ref().map(raw_json).transpose()?,
+            })
         })
         .collect::<Result<Vec<_>, DomainError>>()?;
-    Ok(structured(json!({ "skills": skills })))
+    structured(&Skills { skills })
 }
