@@ -158,6 +158,12 @@ fn sql_files() -> i64 {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("migrations/postgres");
     std::fs::read_dir(dir)
         .unwrap()
-        .filter(|e| e.as_ref().unwrap().path().extension().is_some_and(|x| x == "sql"))
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .path()
+                .extension()
+                .is_some_and(|x| x == "sql")
+        })
         .count() as i64
 }
