@@ -22,8 +22,8 @@ use tokio::sync::{OwnedSemaphorePermit, mpsc};
 use super::answer::{Work, json_answer};
 use super::gate::{self, Accept};
 use super::origin::Origin;
+use super::resumable::Resumable;
 use super::shared::Shared;
-use super::sse::Resumable;
 use super::waits::{Hold, Refused};
 use super::{body, reply, resume, sessions, sse};
 use crate::app::rpc::{
@@ -353,7 +353,13 @@ async fn request(
             .await
     });
     if stream {
-        return sse::respond(s, accept, id, discover, work, outbound, resumable, permit).await;
+        let feed = sse::Feed {
+            work,
+            outbound,
+            resumable,
+            permit,
+        };
+        return sse::respond(s, accept, id, discover, feed).await;
     }
     // A plain answer: notifications have no way to the client, so they are dropped.
     drop(outbound);

@@ -20,6 +20,7 @@ mod mcp;
 mod origin;
 mod ready;
 mod reply;
+mod resumable;
 mod resume;
 mod router;
 mod scrape;

@@ -16,8 +16,9 @@ use tokio::sync::mpsc;
 use super::answer::Work;
 use super::event_id::{self, Door, EventId};
 use super::reply;
+use super::resumable::Resumable;
 use super::shared::Shared;
-use super::sse::{self, Resumable};
+use super::sse;
 use super::waits::{Hold, Refused};
 use crate::app::rpc::{INVALID_REQUEST, Method, Reply, Request, RpcError, TaskRef, TraceMeta};
 use crate::app::server;
@@ -103,7 +104,13 @@ pub(super) async fn resume(s: &Shared, principal: Principal, last: &str) -> Resp
     };
     tracing::debug!(task_id = %task, after = seq, "resuming a stream");
     let (_, outbound) = mpsc::channel(1);
-    sse::stream(s, work, outbound, None, id, Some(resumable), permit)
+    let feed = sse::Feed {
+        work,
+        outbound,
+        resumable: Some(resumable),
+        permit,
+    };
+    sse::stream(s, feed, None, id)
 }
 
 /// The `Last-Event-ID` of a `GET`, if it sent one (as text).

@@ -10,7 +10,6 @@
 //! `<random stream name>-<n>`, which resume nothing.
 
 use std::convert::Infallible;
-use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::{Body, Bytes};
@@ -18,19 +17,18 @@ use axum::http::HeaderValue;
 use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE};
 use axum::response::Response;
 use serde_json::Value;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::answer::{Work, json_answer};
-use super::event_id::{self, Door, Origin};
 use super::gate::Accept;
 use super::reply;
+use super::resumable::Resumable;
 use super::shared::Shared;
 use super::waits::Hold;
-use crate::app::rpc::{Method, Request, RequestId};
+use crate::app::rpc::RequestId;
 use crate::app::tasks::progress_notification;
-use crate::domain::{TaskId, TenantId};
-use crate::ports::TaskStore;
+use crate::domain::TaskId;
 
 /// How long a streamable request may run before it is answered as SSE: a quick answer
 /// (or a quick refusal, which needs its HTTP status) comes back as plain JSON.
@@ -43,80 +41,6 @@ const FOLLOW_EVERY: Duration = Duration::from_millis(500);
 /// Log entries read at a time.
 const FOLLOW_BATCH: u32 = 64;
 
-/// What makes a stream resumable: the request it answers (encoded for the event ids),
-/// its task once known, the last progress step sent, and where progress comes from.
-pub(super) struct Resumable {
-    origin: String,
-    token: Option<Value>,
-    task: Option<TaskId>,
-    /// A POST's: the handler names the task when it has one.
-    named: Option<oneshot::Receiver<TaskId>>,
-    seq: u64,
-    /// Read progress from the task's log (`tasks/result`, a resumed stream); `None` when
-    /// it arrives live from the run (a waiting `tools/call`) or there is no token.
-    follow: Option<(Arc<dyn TaskStore>, TenantId)>,
-}
-
-impl Resumable {
-    /// For a request that waits for a task and is answered as a stream: what the stream
-    /// needs, and what the handler's session names the task with. `None` for other
-    /// requests, and for ids and tokens too long to encode.
-    pub(super) fn of_request(
-        s: &Shared,
-        req: &Request,
-        tenant: TenantId,
-    ) -> Option<(Resumable, oneshot::Sender<TaskId>)> {
-        let (door, token) = match &req.method {
-            Method::ToolsCall(Ok(call)) => (Door::Call, call.progress_token().cloned()),
-            Method::TasksResult(Ok(task)) => (Door::Result, task.progress_token.clone()),
-            _ => return None,
-        };
-        let origin = Origin {
-            door,
-            request: req.id.clone(),
-            token,
-        };
-        let (tx, rx) = oneshot::channel();
-        let follow = (door == Door::Result).then(|| (Arc::clone(&s.app.ports().tasks), tenant));
-        let mut resumable = Resumable::new(&origin, None, 0, follow)?;
-        resumable.named = Some(rx);
-        Some((resumable, tx))
-    }
-
-    /// For a `GET` resuming after step `seq` of `task`.
-    pub(super) fn resumed(
-        s: &Shared,
-        origin: &Origin,
-        task: TaskId,
-        seq: u64,
-        tenant: TenantId,
-    ) -> Option<Resumable> {
-        let follow = Some((Arc::clone(&s.app.ports().tasks), tenant));
-        Resumable::new(origin, Some(task), seq, follow)
-    }
-
-    fn new(
-        origin: &Origin,
-        task: Option<TaskId>,
-        seq: u64,
-        follow: Option<(Arc<dyn TaskStore>, TenantId)>,
-    ) -> Option<Resumable> {
-        Some(Resumable {
-            origin: origin.encode()?,
-            token: origin.token.clone(),
-            task,
-            named: None,
-            seq,
-            follow: follow.filter(|_| origin.token.is_some()),
-        })
-    }
-
-    /// The id of the event at step `seq` of the task.
-    fn id(&self, task: TaskId, seq: u64) -> String {
-        event_id::event_id(task, seq, &self.origin)
-    }
-}
-
 /// Waits briefly: a quick answer goes back as JSON (with its proper status); progress or
 /// a longer wait turns the response into an SSE stream that ends with the answer.
 pub(super) async fn respond(
@@ -124,36 +48,40 @@ pub(super) async fn respond(
     accept: Accept,
     id: RequestId,
     discover: bool,
-    mut work: Work,
-    mut outbound: mpsc::Receiver<String>,
-    resumable: Option<Resumable>,
-    permit: Hold,
+    mut feed: Feed,
 ) -> Response {
     let mut first = None;
     if accept.json {
         tokio::select! {
             biased;
-            outcome = &mut work => return json_answer(s, &id, discover, outcome),
-            Some(frame) = outbound.recv() => first = Some(frame),
+            outcome = &mut feed.work => return json_answer(s, &id, discover, outcome),
+            Some(frame) = feed.outbound.recv() => first = Some(frame),
             () = tokio::time::sleep(STREAM_AFTER) => {}
             () = s.shutdown.cancelled() => return reply::shutting_down(&id),
         }
     }
     tracing::debug!(request_id = ?id, "answering as an SSE stream");
-    stream(s, work, outbound, first, id, resumable, permit)
+    stream(s, feed, first, id)
+}
+
+/// What a stream is made of: the handler's work, its notifications, what makes the
+/// stream resumable (if it is), and the slot or wait the request holds until it ends.
+pub(super) struct Feed {
+    pub(super) work: Work,
+    pub(super) outbound: mpsc::Receiver<String>,
+    pub(super) resumable: Option<Resumable>,
+    pub(super) permit: Hold,
 }
 
 /// Answers with an SSE stream fed by [`pump`]: a POST's (`first` is a notification the
 /// handler already sent) or a resumed one.
-pub(super) fn stream(
-    s: &Shared,
-    work: Work,
-    outbound: mpsc::Receiver<String>,
-    first: Option<String>,
-    id: RequestId,
-    resumable: Option<Resumable>,
-    permit: Hold,
-) -> Response {
+pub(super) fn stream(s: &Shared, feed: Feed, first: Option<String>, id: RequestId) -> Response {
+    let Feed {
+        work,
+        outbound,
+        resumable,
+        permit,
+    } = feed;
     let (events, mut body) = mpsc::channel::<Bytes>(16);
     let stream = Stream {
         events,

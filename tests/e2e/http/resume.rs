@@ -274,7 +274,12 @@ async fn foreign_unknown_and_garbage_ids_are_refused_without_data() {
     let other = s.token(OTHER, None);
     let foreign = resume(&s, &other, &last, &[]).await;
     let frame = error_body(&foreign, 404, -32602, "input_validation");
-    assert!(frame["error"]["message"].as_str().unwrap().starts_with("task not found"));
+    assert!(
+        frame["error"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("task not found")
+    );
     let task = last.split('.').next().unwrap();
     let unknown_task = last.replacen(task, &format!("t-{}", "a".repeat(26)), 1);
     let unknown = resume(&s, &t, &unknown_task, &[]).await;
