@@ -4,6 +4,7 @@
 
 use super::nul_bytes::storable_text;
 use super::{PgStore, down, timed, ts};
+use crate::adapters::task_rows::{ProgressRow, progress_entries, stored_int};
 use crate::domain::task::PROGRESS_LOG_MAX;
 use crate::domain::{DomainError, TaskId, TenantId, Timestamp};
 use crate::ports::ProgressEntry;
@@ -25,8 +26,8 @@ pub(super) async fn append(
     ))
     .bind(id.to_string())
     .bind(tenant.to_string())
-    .bind(i64::try_from(entry.seq).unwrap_or(i64::MAX))
-    .bind(entry.total.map(|t| i64::try_from(t).unwrap_or(i64::MAX)))
+    .bind(stored_int(entry.seq))
+    .bind(entry.total.map(stored_int))
     .bind(storable_text(&entry.message).as_ref())
     .bind(now.unix_millis())
     .execute(&mut *tx)
@@ -57,27 +58,20 @@ impl PgStore {
     ) -> Result<Vec<ProgressEntry>, DomainError> {
         timed(async {
             let mut tx = self.begin(Some(tenant)).await.map_err(down)?;
-            let rows: Vec<(i64, Option<i64>, String)> = sqlx::query_as(
+            let rows: Vec<ProgressRow> = sqlx::query_as(
                 "SELECT seq, total, message FROM plugin_host.task_progress
                   WHERE tenant_id = $1::uuid AND task_id = $2 AND seq > $3
                   ORDER BY seq LIMIT $4",
             )
             .bind(tenant.to_string())
             .bind(id.to_string())
-            .bind(i64::try_from(after).unwrap_or(i64::MAX))
+            .bind(stored_int(after))
             .bind(i64::from(limit))
             .fetch_all(&mut *tx)
             .await
             .map_err(down)?;
             tx.commit().await.map_err(down)?;
-            Ok(rows
-                .into_iter()
-                .map(|(seq, total, message)| ProgressEntry {
-                    seq: u64::try_from(seq).unwrap_or(0),
-                    total: total.and_then(|t| u64::try_from(t).ok()),
-                    message,
-                })
-                .collect())
+            Ok(progress_entries(rows))
         })
         .await
     }

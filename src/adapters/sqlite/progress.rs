@@ -3,16 +3,13 @@
 //! `WHERE`.
 
 use super::SqliteStore;
+use crate::adapters::task_rows::{ProgressRow, progress_entries, stored_int};
 use crate::domain::task::PROGRESS_LOG_MAX;
 use crate::domain::{DomainError, TaskId, TenantId, Timestamp, Upstream};
 use crate::ports::ProgressEntry;
 
 fn down(e: sqlx::Error) -> DomainError {
     DomainError::unavailable(Upstream::TaskStore, Some(e.into()))
-}
-
-fn int(n: u64) -> i64 {
-    i64::try_from(n).unwrap_or(i64::MAX)
 }
 
 /// Appends `entry` to the log of a task (inside the caller's transaction) and keeps only
@@ -30,8 +27,8 @@ pub(super) async fn append(
     )
     .bind(id.to_string())
     .bind(tenant.to_string())
-    .bind(int(entry.seq))
-    .bind(entry.total.map(int))
+    .bind(stored_int(entry.seq))
+    .bind(entry.total.map(stored_int))
     .bind(&entry.message)
     .bind(now.unix_millis())
     .execute(&mut *tx)
@@ -59,24 +56,17 @@ impl SqliteStore {
         after: u64,
         limit: u32,
     ) -> Result<Vec<ProgressEntry>, DomainError> {
-        let rows: Vec<(i64, Option<i64>, String)> = sqlx::query_as(
+        let rows: Vec<ProgressRow> = sqlx::query_as(
             "SELECT seq, total, message FROM task_progress
               WHERE tenant_id = ?1 AND task_id = ?2 AND seq > ?3 ORDER BY seq LIMIT ?4",
         )
         .bind(tenant.to_string())
         .bind(id.to_string())
-        .bind(int(after))
+        .bind(stored_int(after))
         .bind(i64::from(limit))
         .fetch_all(&self.pool)
         .await
         .map_err(down)?;
-        Ok(rows
-            .into_iter()
-            .map(|(seq, total, message)| ProgressEntry {
-                seq: u64::try_from(seq).unwrap_or(0),
-                total: total.and_then(|t| u64::try_from(t).ok()),
-                message,
-            })
-            .collect())
+        Ok(progress_entries(rows))
     }
 }

@@ -96,15 +96,14 @@ pub(super) fn parse(text: &str) -> Option<EventId> {
         Value::String(_) | Value::Number(_) => Some(token.clone()),
         _ => return None,
     };
-    Some(EventId {
-        task,
-        seq,
-        origin: Origin {
-            door,
-            request: RequestId::from_value(request)?,
-            token,
-        },
-    })
+    let origin = Origin {
+        door,
+        request: RequestId::from_value(request)?,
+        token,
+    };
+    // Only what this server could have issued (an origin it would encode).
+    origin.encode()?;
+    Some(EventId { task, seq, origin })
 }
 
 #[cfg(test)]
@@ -179,5 +178,7 @@ mod tests {
             token: None,
         };
         assert_eq!(origin.encode(), None);
+        let long = BASE64URL_NOPAD.encode(json!(["x".repeat(400), null]).to_string().as_bytes());
+        assert_eq!(parse(&format!("{}.1.c.{long}", task())), None);
     }
 }

@@ -32,12 +32,7 @@ use crate::domain::{DomainError, ErrorClass, Principal};
 /// session the caller has checked.
 pub(super) async fn resume(s: &Shared, principal: Principal, last: &str) -> Response {
     let Some(EventId { task, seq, origin }) = event_id::parse(last) else {
-        return reply::protocol(
-            StatusCode::BAD_REQUEST,
-            INVALID_REQUEST,
-            "the Last-Event-ID is not an event of a resumable stream",
-            "Resume with the id of the last event you received on a stream that waited for a task; other streams cannot be resumed.",
-        );
+        return not_resumable();
     };
     let id = origin.request.clone();
     if let Err(wait) = s.gauges.take_call(&principal.tenant) {
@@ -58,14 +53,9 @@ pub(super) async fn resume(s: &Shared, principal: Principal, last: &str) -> Resp
         };
         return reply::rpc_error(status, Some(&id), &RpcError::logged(&e, request_trace()));
     }
+    // `parse` takes only origins that encode again; this is for the type.
     let Some(resumable) = Resumable::resumed(s, &origin, task, seq, principal.tenant) else {
-        // `parse` bounds what it reads, so a parsed origin encodes again.
-        return reply::protocol(
-            StatusCode::BAD_REQUEST,
-            INVALID_REQUEST,
-            "the Last-Event-ID is too long",
-            "Resume with the id of the last event you received.",
-        );
+        return not_resumable();
     };
     let app = s.app.clone();
     let (token, request, trace) = (origin.token, id.clone(), request_trace());
@@ -111,6 +101,16 @@ pub(super) async fn resume(s: &Shared, principal: Principal, last: &str) -> Resp
         permit,
     };
     sse::stream(s, feed, None, id)
+}
+
+/// 400: an id this server did not issue as resumable.
+fn not_resumable() -> Response {
+    reply::protocol(
+        StatusCode::BAD_REQUEST,
+        INVALID_REQUEST,
+        "the Last-Event-ID is not an event of a resumable stream",
+        "Resume with the id of the last event you received on a stream that waited for a task; other streams cannot be resumed.",
+    )
 }
 
 /// The `Last-Event-ID` of a `GET`, if it sent one (as text).
