@@ -316,4 +316,17 @@ async fn foreign_unknown_and_garbage_ids_are_refused_without_data() {
     error_body(&anonymous, 401, -32000, "authz_denied");
     let json_only = resume_as(&s, &t, &last, "application/json", &[]).await;
     assert_eq!(json_only.status, 406);
+    // A session the GET names must open, as for a POST.
+    let forged = resume(&s, &t, &last, &[("mcp-session-id", "forged")]).await;
+    assert_eq!(forged.status, 404, "{}", forged.text);
+    // Without Last-Event-ID there is no GET stream.
+    let plain = s
+        .send(
+            s.client
+                .get(s.url("/mcp"))
+                .header("accept", "text/event-stream")
+                .header("authorization", format!("Bearer {t}")),
+        )
+        .await;
+    error_body(&plain, 405, -32600, "input_validation");
 }
