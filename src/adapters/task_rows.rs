@@ -9,13 +9,32 @@ use crate::domain::task::{Task, TaskFailure, TaskStatus};
 use crate::domain::{
     DomainError, ErrorClass, JsonText, TaskId, TenantId, Timestamp, Tool, TraceId, Upstream,
 };
-use crate::ports::TaskOutcome;
+use crate::ports::{ProgressEntry, TaskOutcome};
 
 fn down(e: sqlx::Error) -> DomainError {
     DomainError::unavailable(Upstream::TaskStore, Some(e.into()))
 }
 
 /// The one answer for a task the tenant cannot see, whatever the reason.
+/// A progress log row (`seq`, `total`, `message`) as stored by either store.
+pub(super) type ProgressRow = (i64, Option<i64>, String);
+
+/// Progress log rows → entries.
+pub(super) fn progress_entries(rows: Vec<ProgressRow>) -> Vec<ProgressEntry> {
+    rows.into_iter()
+        .map(|(seq, total, message)| ProgressEntry {
+            seq: u64::try_from(seq).unwrap_or(0),
+            total: total.and_then(|t| u64::try_from(t).ok()),
+            message,
+        })
+        .collect()
+}
+
+/// A step or count as both stores keep it (a signed 64-bit integer).
+pub(super) fn stored_int(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
 pub(super) fn bad_cursor() -> DomainError {
     DomainError::invalid("invalid cursor")
         .with_hint("Pass nextCursor from the previous page unchanged.")

@@ -7,8 +7,8 @@ use crate::domain::memory::{AuditEntry, AuditPage, AuditQuery, AuditReceipt, New
 use crate::domain::task::Task;
 use crate::domain::{CallCtx, DomainError, JsonText, TaskId, TenantId, Timestamp, Upstream};
 use crate::ports::{
-    ConfirmationLedger, CuoRunner, Finished, MemoryClient, NewTask, ProgressSink, SkillRun,
-    SweepReport, TaskOutcome, TaskPage, TaskStore, WorkflowRun,
+    ConfirmationLedger, CuoRunner, Finished, MemoryClient, NewTask, ProgressEntry, ProgressSink,
+    SkillRun, SweepReport, TaskOutcome, TaskPage, TaskStore, WorkflowRun,
 };
 
 /// An upstream that cannot be used, and why.
@@ -113,9 +113,18 @@ impl TaskStore for Unavailable {
         &self,
         _: &TenantId,
         _: TaskId,
-        _: &str,
+        _: &ProgressEntry,
         _: Timestamp,
     ) -> Result<(), DomainError> {
+        self.err()
+    }
+    async fn progress_after(
+        &self,
+        _: &TenantId,
+        _: TaskId,
+        _: u64,
+        _: u32,
+    ) -> Result<Vec<ProgressEntry>, DomainError> {
         self.err()
     }
     async fn renew_leases(&self, _: &str, _: &[TaskId], _: Timestamp) -> Result<(), DomainError> {

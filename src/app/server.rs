@@ -11,7 +11,7 @@ use tracing::Instrument;
 
 use crate::app::rpc::{
     self, BadParams, INVALID_PARAMS, INVALID_REQUEST, Incoming, InitializeParams, METHOD_NOT_FOUND,
-    Method, Notice, PROTOCOL_VERSION, Reply, Request, RpcError,
+    Method, Notice, PROTOCOL_VERSION, Reply, Request, RequestId, RpcError,
 };
 use crate::app::session::Session;
 use crate::app::telemetry::{self, CallSpan, Outcome, Parent};
@@ -88,19 +88,26 @@ pub async fn answer(app: &App, session: &Session, req: Request) -> Answer {
             session.network(),
         ),
     }
+    if let Err(err) = &result {
+        tracing::debug!(method = req.method.name(), code = err.code, trace_id = %trace, "request failed");
+    }
+    reply(app, &req.id, result)
+}
+
+/// The answer to request `id` whose handler returned `result`.
+pub fn reply(app: &App, id: &RequestId, result: Result<Reply, RpcError>) -> Answer {
     match result {
         Ok(result) => Answer {
-            frame: rpc::success(&req.id, &result),
+            frame: rpc::success(id, &result),
             ok: true,
             missing_scopes: Vec::new(),
             retry_after: None,
         },
         Err(mut err) => {
-            tracing::debug!(method = req.method.name(), code = err.code, trace_id = %trace, "request failed");
             // Protocol errors name tools too (tasks/*, an unknown tool).
             err.respell(app.settings().tool_names);
             Answer {
-                frame: rpc::failure(Some(&req.id), &err),
+                frame: rpc::failure(Some(id), &err),
                 ok: false,
                 missing_scopes: err.missing_scopes().to_vec(),
                 retry_after: err.retry_after,

@@ -65,6 +65,8 @@ pub struct Session {
     /// The HTTP request's `traceparent` header.
     traceparent: Option<Parent>,
     held: Arc<Held>,
+    /// Told which task this request waits for (HTTP: the stream's event ids name it).
+    waits_for: Mutex<Option<oneshot::Sender<crate::domain::TaskId>>>,
 }
 
 impl Session {
@@ -83,6 +85,25 @@ impl Session {
             network: "pipe",
             traceparent: None,
             held: Arc::default(),
+            waits_for: Mutex::new(None),
+        }
+    }
+
+    /// Tells `tx` the task this request comes to wait for, if it does.
+    pub fn telling_waited_task(self, tx: oneshot::Sender<crate::domain::TaskId>) -> Session {
+        *self.waits_for.lock().unwrap_or_else(|e| e.into_inner()) = Some(tx);
+        self
+    }
+
+    /// This request now waits for task `id` (the first call counts).
+    pub fn waits_for_task(&self, id: crate::domain::TaskId) {
+        let tx = self
+            .waits_for
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        if let Some(tx) = tx {
+            let _ = tx.send(id);
         }
     }
 

@@ -89,6 +89,9 @@ pub const MAX_TTL_MS: i64 = 7 * 24 * 3600 * 1000;
 pub const MAX_STORED_INPUT_BYTES: usize = 64 * 1024;
 /// Most bytes of a task's result kept in the store.
 pub const MAX_STORED_OUTPUT_BYTES: usize = 1024 * 1024;
+/// Most entries of one task's progress log kept (the newest): what a resumed stream can
+/// replay. A client further behind than this misses the oldest steps, not the result.
+pub const PROGRESS_LOG_MAX: u32 = 256;
 /// Default most tasks (any status, until their retention ends) one tenant may have stored.
 pub const DEFAULT_MAX_STORED_PER_TENANT: u32 = 1000;
 /// A task that failed within this long of its creation failed at once (a refused start,

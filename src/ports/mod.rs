@@ -17,7 +17,9 @@ pub use clock::Clock;
 pub use cuo_runner::{CuoRunner, ProgressSink, SkillRun, WorkflowRun};
 pub use memory_client::MemoryClient;
 pub use skill_index::SkillIndex;
-pub use task_store::{Finished, NewTask, StopSink, SweepReport, TaskOutcome, TaskPage, TaskStore};
+pub use task_store::{
+    Finished, NewTask, ProgressEntry, StopSink, SweepReport, TaskOutcome, TaskPage, TaskStore,
+};
 pub use token_verifier::{ConfirmationLedger, TokenVerifier};
 
 /// Everything the application needs from the outside world.

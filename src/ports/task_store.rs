@@ -27,6 +27,17 @@ pub struct TaskOutcome {
     pub failure: Option<TaskFailure>,
 }
 
+/// One progress report of a running task, as its log keeps it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProgressEntry {
+    /// Its place in the task's log: strictly increasing over one run (the step).
+    pub seq: u64,
+    /// Total steps, when known.
+    pub total: Option<u64>,
+    /// What is happening (also the task's `statusMessage`).
+    pub message: String,
+}
+
 /// What [`TaskStore::finish`] did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Finished {
@@ -113,7 +124,10 @@ pub trait TaskStore: Send + Sync + 'static {
         now: Timestamp,
     ) -> Result<Finished, DomainError>;
 
-    /// Records the latest progress message of a running task.
+    /// Records a progress report of a running task: its message becomes the task's
+    /// latest, and the entry is appended to the task's log, which keeps the newest
+    /// [`crate::domain::task::PROGRESS_LOG_MAX`] entries and goes with the task. An entry
+    /// whose `seq` is already logged is not logged again; a finished task records nothing.
     ///
     /// # Errors
     /// As for [`TaskStore::get`].
@@ -121,9 +135,23 @@ pub trait TaskStore: Send + Sync + 'static {
         &self,
         tenant: &TenantId,
         id: TaskId,
-        message: &str,
+        entry: &ProgressEntry,
         now: Timestamp,
     ) -> Result<(), DomainError>;
+
+    /// The logged progress of `tenant`'s task `id` with `seq` above `after`, in order, at
+    /// most `limit` entries. Empty for a task that does not exist for `tenant` (callers
+    /// that must tell "not found" ask [`TaskStore::get`]).
+    ///
+    /// # Errors
+    /// `UpstreamUnavailable` when down.
+    async fn progress_after(
+        &self,
+        tenant: &TenantId,
+        id: TaskId,
+        after: u64,
+        limit: u32,
+    ) -> Result<Vec<ProgressEntry>, DomainError>;
 
     /// Extends the lease of those of `ids` that `owner` runs and that are still running:
     /// the runs live on that instance. A row the instance no longer runs (its run ended,

@@ -31,6 +31,11 @@ const MIGRATIONS: &[Migration] = &[
         description: "functions owned by plugin_host_maintainer, strict tenant policies",
         sql: include_str!("../../../migrations/postgres/0002_maintainer_role.sql"),
     },
+    Migration {
+        version: 4,
+        description: "task progress log",
+        sql: include_str!("../../../migrations/postgres/0004_task_progress.sql"),
+    },
 ];
 
 /// Key of the advisory lock that serializes migrations of one database ("cyberos-m").

@@ -10,6 +10,7 @@
 mod guard;
 mod migrate;
 mod nul_bytes;
+mod progress;
 mod tasks;
 
 use std::str::FromStr;

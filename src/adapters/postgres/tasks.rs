@@ -9,7 +9,7 @@ use sqlx::Row;
 use super::nul_bytes::{
     is_unstorable_json, storable_text, unstorable_arguments, unstorable_result,
 };
-use super::{PgStore, down, timed, ts};
+use super::{PgStore, down, progress, timed, ts};
 use crate::adapters::task_rows::{
     bad_cursor, decode_cursor, encode_cursor, failure_json, finished_status, task_of,
 };
@@ -17,7 +17,9 @@ use crate::domain::task::{
     OVERDUE_GRACE_MS, QUICK_FAILURE_MS, QUICK_FAILURE_RETENTION_MS, Task, stored_quota_reached,
 };
 use crate::domain::{DomainError, JsonText, TaskId, TenantId, Timestamp, Upstream};
-use crate::ports::{Finished, NewTask, StopSink, SweepReport, TaskOutcome, TaskPage, TaskStore};
+use crate::ports::{
+    Finished, NewTask, ProgressEntry, StopSink, SweepReport, TaskOutcome, TaskPage, TaskStore,
+};
 
 macro_rules! columns {
     () => {
@@ -239,7 +241,7 @@ impl TaskStore for PgStore {
         &self,
         tenant: &TenantId,
         id: TaskId,
-        message: &str,
+        entry: &ProgressEntry,
         now: Timestamp,
     ) -> Result<(), DomainError> {
         timed(async {
@@ -249,7 +251,7 @@ impl TaskStore for PgStore {
                 ts!(2),
                 " WHERE tenant_id = $3::uuid AND task_id = $4 AND status = 'running'"
             ))
-            .bind(storable_text(message).as_ref())
+            .bind(storable_text(&entry.message).as_ref())
             .bind(now.unix_millis())
             .bind(tenant.to_string())
             .bind(id.to_string())
@@ -259,11 +261,25 @@ impl TaskStore for PgStore {
             if done.rows_affected() == 0 {
                 // Finished tasks keep their last message; unknown ones are "not found".
                 Self::select_task(&mut tx, tenant, id).await?;
+            } else {
+                progress::append(&mut tx, tenant, id, entry, now)
+                    .await
+                    .map_err(down)?;
             }
             tx.commit().await.map_err(down)?;
             Ok(())
         })
         .await
+    }
+
+    async fn progress_after(
+        &self,
+        tenant: &TenantId,
+        id: TaskId,
+        after: u64,
+        limit: u32,
+    ) -> Result<Vec<ProgressEntry>, DomainError> {
+        self.progress_log_after(tenant, id, after, limit).await
     }
 
     async fn renew_leases(

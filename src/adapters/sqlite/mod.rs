@@ -5,6 +5,7 @@
 
 mod audit;
 mod private;
+mod progress;
 mod tasks;
 
 use std::path::Path;
@@ -19,10 +20,11 @@ use crate::domain::{DomainError, TenantId, Timestamp, Upstream};
 use crate::ports::ConfirmationLedger;
 
 /// Migrations in order; the index + 1 is the schema version.
-const MIGRATIONS: [&str; 3] = [
+const MIGRATIONS: [&str; 4] = [
     include_str!("../../../migrations/sqlite/0001_audit.sql"),
     include_str!("../../../migrations/sqlite/0002_confirmations.sql"),
     include_str!("../../../migrations/sqlite/0003_tasks.sql"),
+    include_str!("../../../migrations/sqlite/0005_task_progress.sql"),
 ];
 
 /// The embedded SQLite store.

@@ -5,7 +5,7 @@
 
 use sqlx::Row;
 
-use super::SqliteStore;
+use super::{SqliteStore, progress};
 use crate::adapters::task_rows::{
     bad_cursor, decode_cursor, encode_cursor, failure_json, finished_status, task_of,
 };
@@ -14,7 +14,9 @@ use crate::domain::task::{
     stored_quota_reached,
 };
 use crate::domain::{DomainError, JsonText, TaskId, TenantId, Timestamp, Upstream};
-use crate::ports::{Finished, NewTask, SweepReport, TaskOutcome, TaskPage, TaskStore};
+use crate::ports::{
+    Finished, NewTask, ProgressEntry, SweepReport, TaskOutcome, TaskPage, TaskStore,
+};
 
 fn down(e: sqlx::Error) -> DomainError {
     DomainError::unavailable(Upstream::TaskStore, Some(e.into()))
@@ -165,24 +167,41 @@ impl TaskStore for SqliteStore {
         &self,
         tenant: &TenantId,
         id: TaskId,
-        message: &str,
+        entry: &ProgressEntry,
         now: Timestamp,
     ) -> Result<(), DomainError> {
+        let mut tx = self.pool.begin().await.map_err(down)?;
         let updated = sqlx::query(
             "UPDATE tasks SET status_message = ?, updated_at = ? WHERE tenant_id = ? AND task_id = ? AND status = 'running'",
         )
-        .bind(message)
+        .bind(&entry.message)
         .bind(now.unix_millis())
         .bind(tenant.to_string())
         .bind(id.to_string())
-        .execute(&self.pool)
+        .execute(&mut *tx)
         .await
         .map_err(down)?;
+        if updated.rows_affected() == 1 {
+            progress::append(&mut tx, tenant, id, entry, now)
+                .await
+                .map_err(down)?;
+        }
+        tx.commit().await.map_err(down)?;
         if updated.rows_affected() == 0 {
             // Missing or foreign: "task not found"; merely finished: nothing to record.
             self.get(tenant, id).await?;
         }
         Ok(())
+    }
+
+    async fn progress_after(
+        &self,
+        tenant: &TenantId,
+        id: TaskId,
+        after: u64,
+        limit: u32,
+    ) -> Result<Vec<ProgressEntry>, DomainError> {
+        self.progress_log_after(tenant, id, after, limit).await
     }
 
     async fn renew_leases(

@@ -22,9 +22,10 @@ use tokio::sync::{OwnedSemaphorePermit, mpsc};
 use super::answer::{Work, json_answer};
 use super::gate::{self, Accept};
 use super::origin::Origin;
+use super::resumable::Resumable;
 use super::shared::Shared;
 use super::waits::{Hold, Refused};
-use super::{body, reply, sessions, sse};
+use super::{body, reply, resume, sessions, sse};
 use crate::app::rpc::{
     CallParams, FrameError, INVALID_REQUEST, Incoming, Method, PROTOCOL_VERSION,
     Request as RpcRequest, RequestId, RpcError,
@@ -91,25 +92,25 @@ async fn answer(
     if parts.method == HttpMethod::DELETE {
         return sessions::end(&s, &parts.headers).await;
     }
+    if parts.method == HttpMethod::GET
+        && let Some(last) = resume::last_event_id(&parts.headers)
+    {
+        return get(&s, &parts.headers, last.unwrap_or_default(), parent).await;
+    }
     if parts.method != HttpMethod::POST {
         return reply::method_not_allowed(
             "POST, DELETE, OPTIONS",
-            "This server has no GET stream; POST each JSON-RPC message to /mcp (DELETE ends a session).",
+            "This server opens no GET stream of its own; POST each JSON-RPC message to /mcp (GET with Last-Event-ID resumes a stream that waited for a task; DELETE ends a session).",
         );
     }
     post(&s, &parts.headers, body, parent).await
 }
 
-async fn post(
-    s: &Shared,
-    headers: &HeaderMap,
-    body: Body,
-    parent: Option<telemetry::Parent>,
-) -> Response {
-    if let Some(v) = headers.get("mcp-protocol-version")
-        && v.as_bytes() != PROTOCOL_VERSION.as_bytes()
-    {
-        return reply::rpc_error(
+/// A `MCP-Protocol-Version` this bridge does not speak: 400.
+fn unsupported_version(headers: &HeaderMap) -> Option<Response> {
+    let v = headers.get("mcp-protocol-version")?;
+    (v.as_bytes() != PROTOCOL_VERSION.as_bytes()).then(|| {
+        reply::rpc_error(
             StatusCode::BAD_REQUEST,
             None,
             &RpcError::protocol(
@@ -119,7 +120,48 @@ async fn post(
                 request_trace(),
             )
             .with_data("supported", serde_json::json!([PROTOCOL_VERSION])),
+        )
+    })
+}
+
+/// `GET` with `Last-Event-ID`: the checks of a POST that apply (version, `Accept`,
+/// token, session), then the resumed stream.
+async fn get(
+    s: &Shared,
+    headers: &HeaderMap,
+    last: &str,
+    parent: Option<telemetry::Parent>,
+) -> Response {
+    if let Some(refused) = unsupported_version(headers) {
+        return refused;
+    }
+    if !Accept::parse(headers).sse {
+        return reply::protocol(
+            StatusCode::NOT_ACCEPTABLE,
+            INVALID_REQUEST,
+            "not acceptable",
+            "A resumed stream is text/event-stream: send Accept: text/event-stream.",
         );
+    }
+    let token = gate::bearer_token(headers);
+    let principal = match s.app.identity().bearer_principal(token).await {
+        Ok(p) => p,
+        Err(e) => return unauthorized(s, token.is_some(), &e, None, None, parent),
+    };
+    if let Err(refused) = sessions::open(s, headers, &principal).await {
+        return refused;
+    }
+    resume::resume(s, principal, last).await
+}
+
+async fn post(
+    s: &Shared,
+    headers: &HeaderMap,
+    body: Body,
+    parent: Option<telemetry::Parent>,
+) -> Response {
+    if let Some(refused) = unsupported_version(headers) {
+        return refused;
     }
     if !gate::is_json(headers) {
         return reply::protocol(
@@ -292,8 +334,18 @@ async fn request(
     let stream = (accept.sse && streams) || !accept.json;
     let initialize = matches!(req.method, Method::Initialize(_));
     let discover = matches!(req.method, Method::Discover);
+    // A stream that waits for a task learns it from the handler, for resumable event ids.
+    let resumable = match stream && waits {
+        true => Resumable::of_request(s, &req, principal.tenant),
+        false => None,
+    };
+    let (resumable, named) = resumable.unzip();
     let (tx, outbound) = mpsc::channel(OUTBOUND);
     let session = Session::stateless(tx, principal, initialize, client).with_traceparent(parent);
+    let session = match named {
+        Some(named) => session.telling_waited_task(named),
+        None => session,
+    };
     let app = s.app.clone();
     let mut work: Work = Box::pin(async move {
         AssertUnwindSafe(server::answer(&app, &session, req))
@@ -301,7 +353,13 @@ async fn request(
             .await
     });
     if stream {
-        return sse::respond(s, accept, id, discover, work, outbound, permit).await;
+        let feed = sse::Feed {
+            work,
+            outbound,
+            resumable,
+            permit,
+        };
+        return sse::respond(s, accept, id, discover, feed).await;
     }
     // A plain answer: notifications have no way to the client, so they are dropped.
     drop(outbound);

@@ -4,7 +4,7 @@
 //! (`sessions.rs`, `session_id.rs`; CONTRACT §5, §10).
 //!
 //! Routes (`router.rs`): `POST /mcp` (`mcp.rs`, `sse.rs`); `DELETE /mcp` ends a session;
-//! `GET /mcp` → 405; `GET /healthz`;
+//! `GET /mcp` with `Last-Event-ID` resumes a stream that waited for a task (`resume.rs`, `event_id.rs`), without it → 405; `GET /healthz`;
 //! `GET /readyz` (the task store and a CUO child answer; `ready.rs`); the RFC 9728 protected-resource documents.
 //! An edge layer answers CORS preflights, adds CORS headers for `--cors-origin`
 //! origins, and turns a panicking handler into a JSON-RPC 500. `serve` runs the accept
@@ -13,12 +13,15 @@
 
 mod answer;
 mod body;
+mod event_id;
 mod gate;
 mod limits;
 mod mcp;
 mod origin;
 mod ready;
 mod reply;
+mod resumable;
+mod resume;
 mod router;
 mod scrape;
 mod serve;

@@ -90,6 +90,9 @@ pub struct TaskRef {
     pub id: String,
     /// Whether the seed's shape (`{id}`) was used, which answers in the seed's shape.
     pub seed_shape: bool,
+    /// `params._meta.progressToken` (a string or a number): a waiting `tasks/result`
+    /// streams the task's progress with it.
+    pub progress_token: Option<Value>,
 }
 
 /// `tools/call` params after the envelope checks.
@@ -190,14 +193,20 @@ fn level(params: &Value) -> Result<u8, BadParams> {
 
 impl TaskRef {
     fn parse(method: &str, params: &Value) -> Result<TaskRef, BadParams> {
+        let progress_token = params
+            .pointer("/_meta/progressToken")
+            .filter(|t| t.is_string() || t.is_number())
+            .cloned();
         match (params.get("taskId"), params.get("id")) {
             (Some(Value::String(id)), _) => Ok(TaskRef {
                 id: id.clone(),
                 seed_shape: false,
+                progress_token,
             }),
             (None, Some(Value::String(id))) => Ok(TaskRef {
                 id: id.clone(),
                 seed_shape: true,
+                progress_token,
             }),
             _ => Err(BadParams::new(
                 format!("{method} needs params.taskId, a string"),

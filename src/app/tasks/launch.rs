@@ -77,6 +77,8 @@ pub async fn launch(
             structured(&json!({"task_id": task.id.to_string(), "status": "running"}))
         }
         true => {
+            // Named before the run begins, so the stream knows the task before any progress.
+            session.waits_for_task(task.id);
             drop(begin);
             let done = app.runner().wait_terminal(&task.tenant, task.id).await?;
             task_result(&done).map(Reply::Json)

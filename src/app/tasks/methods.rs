@@ -56,6 +56,7 @@ pub async fn result(
     trace: TraceId,
 ) -> Result<Value, RpcError> {
     let (task, _) = load(app, session, params, trace).await?;
+    session.waits_for_task(task.id);
     let done = app
         .runner()
         .wait_terminal(&task.tenant, task.id)
@@ -113,14 +114,18 @@ async fn load(
     let principal = app.principal(session).await.map_err(fail)?;
     let task_ref = params.as_ref().map_err(|e| bad_params(e, trace))?;
     let id = TaskId::parse(&task_ref.id).ok_or_else(|| fail(DomainError::task_not_found()))?;
-    let task = app
-        .ports()
-        .tasks
-        .get(&principal.tenant, id)
-        .await
-        .map_err(fail)?;
-    may_act_on(&principal, &task).map_err(fail)?;
+    let task = visible(app, &principal, id).await.map_err(fail)?;
     Ok((task, task_ref.seed_shape))
+}
+
+/// `principal`'s task `id`, if it may act on it: another tenant's task is "not found".
+///
+/// # Errors
+/// "task not found", `authz_denied` for a missing scope, `upstream_unavailable`.
+pub async fn visible(app: &App, principal: &Principal, id: TaskId) -> Result<Task, DomainError> {
+    let task = app.ports().tasks.get(&principal.tenant, id).await?;
+    may_act_on(principal, &task)?;
+    Ok(task)
 }
 
 fn bad_params(e: &BadParams, trace: TraceId) -> RpcError {

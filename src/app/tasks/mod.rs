@@ -11,5 +11,6 @@ mod upkeep;
 mod wire;
 
 pub use launch::launch;
-pub use run::{ProgressTarget, Work};
+pub use run::{ProgressTarget, Work, progress_notification};
 pub use runner::{DEFAULT_MAX_CUO_CHILDREN, DEFAULT_MAX_TASKS_PER_TENANT, LEASE, TaskRunner};
+pub use wire::task_result;

@@ -18,8 +18,8 @@ use crate::domain::task::{
     MAX_STORED_OUTPUT_BYTES, OVERDUE_GRACE_MS, Task, TaskFailure, TaskStatus, output_too_large,
     timed_out,
 };
-use crate::domain::{CallCtx, DomainError, ErrorClass, JsonText, Tool};
-use crate::ports::{Ports, ProgressSink, SkillRun, TaskOutcome, WorkflowRun};
+use crate::domain::{CallCtx, DomainError, ErrorClass, JsonText, TaskId, Tool};
+use crate::ports::{Ports, ProgressEntry, ProgressSink, SkillRun, TaskOutcome, WorkflowRun};
 
 /// What a task runs.
 pub enum Work {
@@ -151,30 +151,40 @@ fn workflow_output(outcome: &WorkflowOutcome) -> JsonText {
 }
 
 async fn report(ports: &Ports, task: &Task, p: &Progress, target: Option<&ProgressTarget>) {
-    let message = p
-        .message
-        .clone()
-        .unwrap_or_else(|| format!("step {}", p.step));
+    let entry = ProgressEntry {
+        seq: p.step,
+        total: p.total,
+        message: p
+            .message
+            .clone()
+            .unwrap_or_else(|| format!("step {}", p.step)),
+    };
     let now = ports.clock.now();
     if let Err(e) = ports
         .tasks
-        .record_progress(&task.tenant, task.id, &message, now)
+        .record_progress(&task.tenant, task.id, &entry, now)
         .await
     {
         tracing::warn!(task_id = %task.id, "cannot record progress: {e}");
     }
     if let Some(target) = target {
-        let mut params = json!({
-            "progressToken": target.token, "progress": p.step, "message": message,
-            "_meta": {"io.modelcontextprotocol/related-task": {"taskId": task.id.to_string()}}
-        });
-        if let Some(total) = p.total {
-            params["total"] = total.into();
-        }
         let _ = target
             .outbound
-            .try_send(notification("notifications/progress", params));
+            .try_send(progress_notification(task.id, &target.token, &entry));
     }
+}
+
+/// `notifications/progress` for one entry of a task's progress: the same frame live and
+/// when a resumed stream replays the log.
+pub fn progress_notification(task: TaskId, token: &Value, entry: &ProgressEntry) -> String {
+    let mut params = json!({
+        "progressToken": token, "progress": entry.seq, "message": entry.message,
+        "_meta": {"io.modelcontextprotocol/related-task": {"taskId": task.to_string()}}
+    });
+    if let Some(total) = entry.total {
+        params["total"] = total.into();
+    }
+    notification("notifications/progress", params)
 }
 
 /// Appends the seed's `plugin.invoked` row for a finished workflow. The task's outcome

@@ -12,7 +12,7 @@ use crate::app::rpc::{BadParams, CallParams, INVALID_PARAMS, Reply, RpcError};
 use crate::app::session::Session;
 use crate::app::telemetry::{CallSpan, Outcome};
 use crate::app::{App, ToolErrors};
-use crate::domain::{CallCtx, DomainError, ErrorClass, Principal, Tool};
+use crate::domain::{CallCtx, DomainError, ErrorClass, Principal, Tool, TraceId};
 use crate::lines::clip;
 
 /// Answers one `tools/call` inside its span.
@@ -52,23 +52,25 @@ pub async fn call(
         .map_or_else(|e| Outcome::Failed(e.class()), |_| Outcome::Success);
     span.finish(result);
     tracing::info!(tool = tool.name(), tenant = %principal.tenant, outcome = result.as_str(), duration_ms, "tool call");
-    match outcome {
-        Ok(result) => Ok(result),
-        Err(err) => {
-            let as_result = app.settings().tool_errors == ToolErrors::Result
-                && matches!(
-                    err.class(),
-                    ErrorClass::InputValidation | ErrorClass::UpstreamUnavailable
-                );
-            let mut wire = RpcError::logged(&err, trace);
-            if as_result {
-                // An error sent as JSON-RPC is respelled where every error frame is built.
-                wire.respell(app.settings().tool_names);
-                Ok(Reply::Json(error_result(&wire)))
-            } else {
-                Err(wire)
-            }
-        }
+    outcome.or_else(|err| tool_failure(app, &err, trace).map(Reply::Json))
+}
+
+/// How a `tools/call` answers its tool's error: a `CallToolResult` with `isError` under
+/// `--tool-errors result` for the classes a model can act on, else a JSON-RPC error.
+/// Also what a resumed stream of a waiting call ends with.
+pub fn tool_failure(app: &App, err: &DomainError, trace: TraceId) -> Result<Value, RpcError> {
+    let as_result = app.settings().tool_errors == ToolErrors::Result
+        && matches!(
+            err.class(),
+            ErrorClass::InputValidation | ErrorClass::UpstreamUnavailable
+        );
+    let mut wire = RpcError::logged(err, trace);
+    if as_result {
+        // An error sent as JSON-RPC is respelled where every error frame is built.
+        wire.respell(app.settings().tool_names);
+        Ok(error_result(&wire))
+    } else {
+        Err(wire)
     }
 }
 

@@ -12,5 +12,5 @@ mod workflows;
 
 pub use workflows::WorkflowCatalog;
 
-pub use call::call;
+pub use call::{call, tool_failure};
 pub use registry::Registry;

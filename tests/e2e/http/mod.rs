@@ -10,6 +10,7 @@ mod gate;
 mod gate_order;
 mod limits;
 mod refusals;
+mod resume;
 mod serving;
 mod sessions;
 mod shutdown;

@@ -74,3 +74,29 @@ async fn task_calls_count_against_the_tenant_rate() {
     let list = rpc(5, "tasks/list", json!({}));
     assert_eq!(s.post(Some(&other), &list).await.status, 200);
 }
+
+#[tokio::test]
+async fn a_resumed_stream_takes_one_of_the_tenants_waits() {
+    let s = Server::start_env(
+        &["--cuo-command", &paced(3000)],
+        &[("CYBEROS_HTTP_MAX_WAITS_PER_TENANT", "1")],
+    );
+    let a = s.token(LOCAL, None);
+    let id = start_task(&s, &a).await;
+    // The priming id of a `tasks/result` with request id 1 and no progress token.
+    let pair = data_encoding::BASE64URL_NOPAD.encode(b"[1,null]");
+    let last = format!("{id}.0.r.{pair}");
+    let get = || {
+        s.client
+            .get(s.url("/mcp"))
+            .header("accept", "text/event-stream")
+            .header("authorization", format!("Bearer {a}"))
+            .header("last-event-id", &last)
+    };
+    let held = get().send().await.unwrap();
+    assert_eq!(held.status(), 200);
+    let refused = s.send(get()).await;
+    let frame = error_body(&refused, 429, -32050, "upstream_unavailable");
+    assert_eq!(frame["id"], 1);
+    drop(held);
+}

@@ -29,9 +29,9 @@ use cyberos_mcp_bridge::domain::{
     CallCtx, DomainError, JsonText, Principal, TaskId, TenantId, Timestamp,
 };
 use cyberos_mcp_bridge::ports::{
-    Clock, ConfirmationLedger, CuoRunner, Finished, MemoryClient, NewTask, Ports, ProgressSink,
-    SkillIndex, SkillRun, SweepReport, TaskOutcome, TaskPage, TaskStore, TokenVerifier,
-    WorkflowRun,
+    Clock, ConfirmationLedger, CuoRunner, Finished, MemoryClient, NewTask, Ports, ProgressEntry,
+    ProgressSink, SkillIndex, SkillRun, SweepReport, TaskOutcome, TaskPage, TaskStore,
+    TokenVerifier, WorkflowRun,
 };
 
 use crate::support::in_process::Client;
@@ -88,9 +88,16 @@ pub trait TaskCalls: Send + Sync + 'static {
         &self,
         tenant: &TenantId,
         id: TaskId,
-        message: &str,
+        entry: &ProgressEntry,
         now: Timestamp,
     ) -> Result<(), DomainError>;
+    fn progress_after(
+        &self,
+        tenant: &TenantId,
+        id: TaskId,
+        after: u64,
+        limit: u32,
+    ) -> Result<Vec<ProgressEntry>, DomainError>;
     fn renew_leases(
         &self,
         owner: &str,
@@ -130,7 +137,8 @@ mock! {
         fn get(&self, tenant: &TenantId, id: TaskId) -> Result<Task, DomainError>;
         fn list(&self, tenant: &TenantId, cursor: Option<String>, limit: u32) -> Result<TaskPage, DomainError>;
         fn finish(&self, tenant: &TenantId, id: TaskId, outcome: &TaskOutcome, now: Timestamp) -> Result<Finished, DomainError>;
-        fn record_progress(&self, tenant: &TenantId, id: TaskId, message: &str, now: Timestamp) -> Result<(), DomainError>;
+        fn record_progress(&self, tenant: &TenantId, id: TaskId, entry: &ProgressEntry, now: Timestamp) -> Result<(), DomainError>;
+        fn progress_after(&self, tenant: &TenantId, id: TaskId, after: u64, limit: u32) -> Result<Vec<ProgressEntry>, DomainError>;
         fn renew_leases(&self, owner: &str, ids: &[TaskId], until: Timestamp) -> Result<(), DomainError>;
         fn stopped_among(&self, owner: &str, ids: &[TaskId]) -> Result<Vec<TaskId>, DomainError>;
         fn sweep(&self, now: Timestamp) -> Result<SweepReport, DomainError>;
@@ -219,10 +227,19 @@ impl<M: TaskCalls> TaskStore for Port<M> {
         &self,
         tenant: &TenantId,
         id: TaskId,
-        message: &str,
+        entry: &ProgressEntry,
         now: Timestamp,
     ) -> Result<(), DomainError> {
-        self.0.record_progress(tenant, id, message, now)
+        self.0.record_progress(tenant, id, entry, now)
+    }
+    async fn progress_after(
+        &self,
+        tenant: &TenantId,
+        id: TaskId,
+        after: u64,
+        limit: u32,
+    ) -> Result<Vec<ProgressEntry>, DomainError> {
+        self.0.progress_after(tenant, id, after, limit)
     }
     async fn renew_leases(
         &self,

@@ -11,7 +11,9 @@ use cyberos_mcp_bridge::domain::task::{
 use cyberos_mcp_bridge::domain::{ErrorClass, TaskId, Timestamp};
 use cyberos_mcp_bridge::ports::{ConfirmationLedger, SweepReport, TaskStore};
 
-use super::{HOUR, MINUTE, assert_not_found, at, json_of, outcome, running, seen, task_id, tenant};
+use super::{
+    HOUR, MINUTE, assert_not_found, at, json_of, outcome, running, seen, step, task_id, tenant,
+};
 
 /// What every `TaskStore` must do (the port's doc comments).
 pub(crate) async fn task_store_contract(store: &dyn TaskStore) {
@@ -43,12 +45,16 @@ pub(crate) async fn task_store_contract(store: &dyn TaskStore) {
         seen(&store.finish(&b, missing, &done, at(1000)).await)
     );
     let foreign = store
-        .record_progress(&b, t1.task.id, "hijacked", at(1000))
+        .record_progress(&b, t1.task.id, &step(1, "hijacked"), at(1000))
         .await;
     assert_not_found(foreign.as_ref().unwrap_err());
     assert_eq!(
         seen(&foreign),
-        seen(&store.record_progress(&b, missing, "x", at(1000)).await)
+        seen(
+            &store
+                .record_progress(&b, missing, &step(1, "x"), at(1000))
+                .await
+        )
     );
     assert_eq!(
         store.get(&a, t1.task.id).await.unwrap(),
@@ -58,7 +64,7 @@ pub(crate) async fn task_store_contract(store: &dyn TaskStore) {
 
     // Progress.
     store
-        .record_progress(&a, t1.task.id, "step 1 of 3", at(1000))
+        .record_progress(&a, t1.task.id, &step(1, "step 1 of 3"), at(1000))
         .await
         .unwrap();
     let got = store.get(&a, t1.task.id).await.unwrap();
@@ -206,7 +212,7 @@ pub(crate) async fn task_store_contract(store: &dyn TaskStore) {
 
     // Progress on a finished task is accepted and changes nothing.
     store
-        .record_progress(&a, t3.task.id, "too late", at(6000))
+        .record_progress(&a, t3.task.id, &step(9, "too late"), at(6000))
         .await
         .unwrap();
     assert_eq!(store.get(&a, t3.task.id).await.unwrap(), completed);

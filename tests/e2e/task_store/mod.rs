@@ -17,6 +17,7 @@ mod postgres;
 mod postgres_guard;
 mod postgres_migrate;
 mod postgres_rls;
+mod progress;
 mod sqlite;
 
 use serde_json::{Value, json};
@@ -25,7 +26,7 @@ use cyberos_mcp_bridge::domain::task::{Task, TaskFailure, TaskStatus};
 use cyberos_mcp_bridge::domain::{
     DomainError, ErrorClass, JsonText, TaskId, TenantId, Timestamp, Tool, TraceId,
 };
-use cyberos_mcp_bridge::ports::{NewTask, TaskOutcome};
+use cyberos_mcp_bridge::ports::{NewTask, ProgressEntry, TaskOutcome};
 
 pub(crate) fn random<const N: usize>() -> [u8; N] {
     let mut bytes = [0u8; N];
@@ -105,4 +106,13 @@ pub(crate) fn seen<T>(r: &Result<T, DomainError>) -> Option<(ErrorClass, String,
     r.as_ref()
         .err()
         .map(|e| (e.class(), e.to_string(), e.hint().to_owned()))
+}
+
+/// A progress report at `seq` (of 9 steps).
+pub(crate) fn step(seq: u64, message: &str) -> ProgressEntry {
+    ProgressEntry {
+        seq,
+        total: Some(9),
+        message: message.into(),
+    }
 }

@@ -13,7 +13,8 @@ use cyberos_mcp_bridge::ports::{ConfirmationLedger, StopSink, TaskStore};
 
 use super::contract::{ledger_contract, task_store_contract};
 use super::limits::storage_limits_contract;
-use super::{at, outcome, running, task_id, tenant};
+use super::progress::progress_log_contract;
+use super::{at, outcome, running, step, task_id, tenant};
 use crate::support::pg::{TestDb, count};
 
 #[tokio::test]
@@ -30,6 +31,14 @@ async fn the_postgres_store_meets_the_task_store_contract() {
         return;
     };
     task_store_contract(&db.store().await).await;
+}
+
+#[tokio::test]
+async fn the_postgres_store_keeps_the_progress_log() {
+    let Some(db) = TestDb::migrated().await else {
+        return;
+    };
+    progress_log_contract(&db.store().await).await;
 }
 
 #[tokio::test]
@@ -105,7 +114,7 @@ async fn a_cancel_on_one_instance_reaches_the_others_at_once() {
     assert!(owner.create(&t).await.unwrap());
     assert!(owner.create(&untouched).await.unwrap());
     other
-        .record_progress(&a, t.task.id, "half way", at(500))
+        .record_progress(&a, t.task.id, &step(1, "half way"), at(500))
         .await
         .unwrap();
     other
@@ -157,7 +166,7 @@ async fn postgres_refuses_nul_characters_without_leaving_a_task_running() {
     let t = running(a, 0, "inst-1");
     assert!(store.create(&t).await.unwrap());
     store
-        .record_progress(&a, t.task.id, "nul\u{0}byte", at(100))
+        .record_progress(&a, t.task.id, &step(1, "nul\u{0}byte"), at(100))
         .await
         .unwrap();
     let done = store

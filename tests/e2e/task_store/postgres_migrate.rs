@@ -44,7 +44,8 @@ async fn migrate_is_idempotent_and_concurrent_runs_all_succeed() {
         )
         .await
         .unwrap(),
-        2
+        sql_files(),
+        "each migration file is applied once"
     );
     postgres::migrate(&db.url).await.unwrap();
     postgres::migrate(&db.url).await.unwrap();
@@ -150,4 +151,19 @@ async fn a_plain_owner_role_can_migrate_and_run_the_bridge_with_one_url() {
     }
     owner.close().await.unwrap();
     drop(db);
+}
+
+/// How many migration files `migrations/postgres` holds.
+fn sql_files() -> i64 {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("migrations/postgres");
+    std::fs::read_dir(dir)
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .path()
+                .extension()
+                .is_some_and(|x| x == "sql")
+        })
+        .count() as i64
 }

@@ -8,7 +8,7 @@ use sqlx::{Connection, Executor, Row};
 
 use cyberos_mcp_bridge::ports::{ConfirmationLedger, TaskStore};
 
-use super::{DAY, at, running, tenant};
+use super::{DAY, at, running, step, tenant};
 use crate::support::pg::{TestDb, count, count_as, sqlstate};
 
 #[tokio::test]
@@ -22,7 +22,13 @@ async fn rls_confines_the_app_role_to_the_tenant_of_the_transaction() {
         assert!(store.create(&running(a, i, "inst-1")).await.unwrap());
     }
     for i in 0..2 {
-        assert!(store.create(&running(b, i, "inst-1")).await.unwrap());
+        let t = running(b, i, "inst-1");
+        assert!(store.create(&t).await.unwrap());
+        // b's progress log: nothing of it is a's.
+        store
+            .record_progress(&b, t.task.id, &step(1, "b's step"), at(i))
+            .await
+            .unwrap();
     }
     assert!(store.claim(&a, "jti", at(DAY * 365 * 100)).await.unwrap());
     const ALL: &str = "SELECT count(*) FROM plugin_host.tasks";
@@ -63,6 +69,9 @@ async fn rls_confines_the_app_role_to_the_tenant_of_the_transaction() {
         .unwrap(),
         1
     );
+    const LOG: &str = "SELECT count(*) FROM plugin_host.task_progress";
+    assert_eq!(count_as(&mut conn, Some(&a), LOG).await.unwrap(), 0);
+    assert_eq!(count_as(&mut conn, Some(&b), LOG).await.unwrap(), 2);
 
     // Writes are confined too: no row for another tenant, updates and deletes touch
     // the tenant's rows only.
@@ -172,12 +181,12 @@ async fn the_app_role_cannot_bypass_rls_or_change_the_schema() {
     let tables: Vec<(String, bool, bool, String)> = sqlx::query_as(
         "SELECT relname::text, relrowsecurity, relforcerowsecurity, pg_get_userbyid(relowner)::text
            FROM pg_class WHERE relnamespace = 'plugin_host'::regnamespace AND relkind = 'r'
-            AND relname IN ('tasks', 'used_confirmations') ORDER BY relname",
+            AND relname IN ('tasks', 'used_confirmations', 'task_progress') ORDER BY relname",
     )
     .fetch_all(&mut admin)
     .await
     .unwrap();
-    assert_eq!(tables.len(), 2);
+    assert_eq!(tables.len(), 3);
     for (name, rls, forced, owner) in &tables {
         assert!(*rls && *forced, "{name}: RLS enabled and forced");
         assert_ne!(owner, "plugin_host_app", "{name} is not the app role's");

@@ -4,6 +4,7 @@ use cyberos_mcp_bridge::adapters::sqlite::SqliteStore;
 
 use super::contract::{ledger_contract, task_store_contract};
 use super::limits::storage_limits_contract;
+use super::progress::progress_log_contract;
 
 #[tokio::test]
 async fn the_sqlite_store_meets_the_task_store_contract() {
@@ -30,4 +31,13 @@ async fn the_sqlite_store_meets_the_storage_limits() {
         .await
         .unwrap();
     storage_limits_contract(&store).await;
+}
+
+#[tokio::test]
+async fn the_sqlite_store_keeps_the_progress_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(&dir.path().join("bridge.sqlite3"))
+        .await
+        .unwrap();
+    progress_log_contract(&store).await;
 }

@@ -1,0 +1,332 @@
+//! Resumable streams: a waiting `tools/call` or `tasks/result` whose stream is cut after
+//! a few progress events is resumed with `GET` + `Last-Event-ID`, on the same instance
+//! and (on Postgres) on another one: every later progress event arrives once, in order,
+//! and the stream ends with the same result. Another tenant's token, a garbage id and a
+//! GET without a token are refused without data.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use super::{LOCAL, OTHER};
+use crate::support::binary::paced;
+use crate::support::http_server::{Reply, Server, error_body, read, rpc};
+use crate::support::schema::check_frame;
+
+/// Six paced steps: room to cut the stream after two.
+fn architect() -> Value {
+    json!({"persona": "chief-technology-officer", "workflow": "architect-new-system", "inputs": {"context": "a ledger"}})
+}
+
+const STEPS: u64 = 6;
+const CUT_AFTER: usize = 2;
+
+/// Reads SSE events (id, data) from a live response until `enough` says stop or the
+/// stream ends; then drops the connection.
+async fn read_events(
+    mut resp: reqwest::Response,
+    enough: impl Fn(&[(String, String)]) -> bool,
+) -> Vec<(String, String)> {
+    let mut text = String::new();
+    let mut events = Vec::new();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let chunk = tokio::time::timeout_at(deadline, resp.chunk())
+            .await
+            .expect("the stream moves within a minute")
+            .expect("the stream reads");
+        let Some(chunk) = chunk else { return events };
+        text.push_str(std::str::from_utf8(&chunk).unwrap());
+        while let Some(end) = text.find("\n\n") {
+            let event: String = text.drain(..end + 2).collect();
+            if event.starts_with(':') {
+                continue;
+            }
+            let field = |name: &str| {
+                event
+                    .lines()
+                    .find_map(|l| l.strip_prefix(name))
+                    .map(|v| v.trim_start().to_owned())
+                    .unwrap_or_default()
+            };
+            events.push((field("id:"), field("data:")));
+            if enough(&events) {
+                return events;
+            }
+        }
+    }
+}
+
+fn progress_count(events: &[(String, String)]) -> usize {
+    events
+        .iter()
+        .filter(|(_, d)| d.contains("notifications/progress"))
+        .count()
+}
+
+/// POSTs `body` and reads its stream until `CUT_AFTER` progress events are in, then cuts
+/// it. Returns the events read.
+async fn cut_stream(s: &Server, token: &str, body: &Value) -> Vec<(String, String)> {
+    let resp =
+        crate::support::http_server::open_stream(&s.client, s.url("/mcp"), token, body).await;
+    assert_eq!(resp.status(), 200);
+    let events = read_events(resp, |e| progress_count(e) == CUT_AFTER).await;
+    assert_eq!(progress_count(&events), CUT_AFTER, "{events:?}");
+    events
+}
+
+async fn resume(s: &Server, token: &str, last: &str, extra: &[(&str, &str)]) -> Reply {
+    resume_as(s, token, last, "text/event-stream", extra).await
+}
+
+async fn resume_as(
+    s: &Server,
+    token: &str,
+    last: &str,
+    accept: &str,
+    extra: &[(&str, &str)],
+) -> Reply {
+    let mut req = s
+        .client
+        .get(s.url("/mcp"))
+        .header("accept", accept)
+        .header("authorization", format!("Bearer {token}"))
+        .header("last-event-id", last);
+    for (k, v) in extra {
+        req = req.header(*k, *v);
+    }
+    read(req.send().await.expect("a response")).await
+}
+
+/// The progress steps of a resumed stream's `events` and its final frame: nothing else.
+fn steps_and_answer(events: &[(String, String)], token: &Value) -> (Vec<u64>, Value) {
+    let (last, progress) = events.split_last().expect("an answer");
+    let answer: Value = serde_json::from_str(&last.1).unwrap();
+    assert!(
+        last.0.is_empty(),
+        "the answer ends the stream without an id"
+    );
+    (steps(progress, token), answer)
+}
+
+/// The steps of progress events (each a schema-valid notification with `token`, whose id
+/// names its task and step); a priming event (empty data) is skipped.
+fn steps(events: &[(String, String)], token: &Value) -> Vec<u64> {
+    let frames: Vec<(String, Value)> = events
+        .iter()
+        .filter(|(_, d)| !d.is_empty())
+        .map(|(id, d)| (id.clone(), serde_json::from_str(d).unwrap()))
+        .collect();
+    frames
+        .iter()
+        .map(|(id, p)| {
+            check_frame(p, None, false);
+            assert_eq!(p["method"], "notifications/progress", "{p}");
+            assert_eq!(&p["params"]["progressToken"], token);
+            let step = p["params"]["progress"].as_u64().unwrap();
+            let task = p["params"]["_meta"]["io.modelcontextprotocol/related-task"]["taskId"]
+                .as_str()
+                .unwrap();
+            assert!(
+                id.starts_with(&format!("{task}.{step}.")),
+                "{id} names step {step}"
+            );
+            step
+        })
+        .collect()
+}
+
+/// A waiting call cut after two progress events, resumed on `resumer` (the same server,
+/// or another on the same store): the rest once each, then the same result.
+async fn a_cut_call_resumes(runner: &Server, resumer: &Server) {
+    let t = runner.token(LOCAL, None);
+    let body = rpc(
+        41,
+        "tools/call",
+        json!({"name": "cyberos.cuo.execute_workflow", "arguments": architect(), "_meta": {"progressToken": "p-41"}}),
+    );
+    let seen = cut_stream(runner, &t, &body).await;
+    let (priming, _) = &seen[0];
+    assert!(seen[0].1.is_empty(), "a priming event first: {seen:?}");
+    assert_eq!(steps(&seen, &json!("p-41")), [1, 2]);
+    let last = &seen.last().unwrap().0;
+
+    let t = resumer.token(LOCAL, None);
+    let resumed = resume(resumer, &t, last, &[]).await;
+    assert_eq!(resumed.status, 200, "{}", resumed.text);
+    let (steps, answer) = steps_and_answer(&resumed.events(), &json!("p-41"));
+    assert_eq!(
+        steps,
+        (CUT_AFTER as u64 + 1..=STEPS).collect::<Vec<_>>(),
+        "each later step once, in order"
+    );
+    check_frame(&answer, Some("tools/call"), false);
+    assert_eq!(answer["id"], 41);
+    assert_eq!(
+        answer["result"]["structuredContent"]["steps_executed"], STEPS,
+        "{answer}"
+    );
+
+    // The priming event resumes too: every step, then the same result.
+    let again = resume(resumer, &t, priming, &[]).await;
+    let (steps, same) = steps_and_answer(&again.events(), &json!("p-41"));
+    assert_eq!(steps, (1..=STEPS).collect::<Vec<_>>());
+    assert_eq!(same, answer);
+}
+
+#[tokio::test]
+async fn a_waiting_call_cut_mid_way_resumes_on_the_same_instance() {
+    let paced = paced(400);
+    let s = Server::start(&["--cuo-command", &paced, "--long-running", "wait"]);
+    a_cut_call_resumes(&s, &s).await;
+}
+
+#[tokio::test]
+async fn a_waiting_call_cut_mid_way_resumes_on_another_instance_of_the_same_postgres() {
+    let Some(url) = std::thread::spawn(crate::support::pg::database_url)
+        .join()
+        .unwrap()
+    else {
+        return;
+    };
+    let paced = paced(400);
+    let dir = tempfile::tempdir().unwrap();
+    let store = ["--database-url", url.as_str(), "--long-running", "wait"];
+    // Only A runs CUO children: B serves the resumed stream from the store alone.
+    let a = Server::start_at(
+        dir.path(),
+        &[&store[..], &["--cuo-command", &paced]].concat(),
+    );
+    let b = Server::start_at(dir.path(), &store);
+    a_cut_call_resumes(&a, &b).await;
+}
+
+#[tokio::test]
+async fn a_waiting_tasks_result_streams_progress_and_resumes() {
+    let paced = paced(400);
+    let s = Server::start(&[
+        "--cuo-command",
+        &paced,
+        "--cors-origin",
+        "https://app.example",
+    ]);
+    let t = s.token(LOCAL, None);
+    let created = s
+        .rpc(
+            &t,
+            1,
+            "tools/call",
+            json!({"name": "cyberos.cuo.execute_workflow", "arguments": architect(), "task": {}}),
+        )
+        .await;
+    let task = created["result"]["task"]["taskId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let body = rpc(
+        7,
+        "tasks/result",
+        json!({"taskId": task, "_meta": {"progressToken": 70}}),
+    );
+    let seen = cut_stream(&s, &t, &body).await;
+    let last = &seen.last().unwrap().0;
+    assert!(last.starts_with(&format!("{task}.{CUT_AFTER}.")), "{last}");
+
+    let resumed = resume(&s, &t, last, &[("origin", "https://app.example")]).await;
+    assert_eq!(resumed.status, 200, "{}", resumed.text);
+    // A browser page on a --cors-origin origin may resume and read the session header.
+    assert_eq!(
+        resumed.header("access-control-allow-origin"),
+        Some("https://app.example")
+    );
+    assert_eq!(
+        resumed.header("access-control-expose-headers"),
+        Some("WWW-Authenticate, MCP-Session-Id")
+    );
+    let (steps, answer) = steps_and_answer(&resumed.events(), &json!(70));
+    assert_eq!(steps, (CUT_AFTER as u64 + 1..=STEPS).collect::<Vec<_>>());
+    check_frame(&answer, Some("tasks/result"), false);
+    assert_eq!(answer["id"], 7);
+    assert_eq!(
+        answer["result"]["structuredContent"]["steps_executed"],
+        STEPS
+    );
+    assert_eq!(
+        answer["result"]["_meta"]["io.modelcontextprotocol/related-task"]["taskId"],
+        task.as_str()
+    );
+}
+
+#[tokio::test]
+async fn foreign_unknown_and_garbage_ids_are_refused_without_data() {
+    let paced = paced(300);
+    let s = Server::start(&["--cuo-command", &paced, "--long-running", "wait"]);
+    let t = s.token(LOCAL, None);
+    let body = rpc(
+        5,
+        "tools/call",
+        json!({"name": "cyberos.cuo.execute_workflow", "arguments": architect(), "_meta": {"progressToken": "p"}}),
+    );
+    let seen = cut_stream(&s, &t, &body).await;
+    let last = seen.last().unwrap().0.clone();
+
+    // Another tenant: answered exactly as a task that does not exist.
+    let other = s.token(OTHER, None);
+    let foreign = resume(&s, &other, &last, &[]).await;
+    let frame = error_body(&foreign, 404, -32602, "input_validation");
+    assert!(
+        frame["error"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("task not found")
+    );
+    let task = last.split('.').next().unwrap();
+    let unknown_task = last.replacen(task, &format!("t-{}", "a".repeat(26)), 1);
+    let unknown = resume(&s, &t, &unknown_task, &[]).await;
+    let unknown = error_body(&unknown, 404, -32602, "input_validation");
+    // The same answer but for the trace id.
+    let strip = |mut v: Value| {
+        let trace = v["error"]["data"]["trace_id"].as_str().unwrap().to_owned();
+        let message = v["error"]["message"].as_str().unwrap().replace(&trace, "");
+        v["error"]["message"] = message.into();
+        v["error"]["data"]["trace_id"] = Value::Null;
+        v
+    };
+    assert_eq!(strip(frame), strip(unknown));
+    assert!(!foreign.text.contains("notifications/progress") && !foreign.text.contains(task));
+
+    for garbage in [
+        "garbage",
+        "0123-4",
+        &format!("{last}.9"),
+        &last.replacen(".2.", ".x.", 1),
+    ] {
+        let bad = resume(&s, &t, garbage, &[]).await;
+        error_body(&bad, 400, -32600, "input_validation");
+    }
+    // A token is needed, and a stream is all a GET gets.
+    let anonymous = s
+        .send(
+            s.client
+                .get(s.url("/mcp"))
+                .header("accept", "text/event-stream")
+                .header("last-event-id", &last),
+        )
+        .await;
+    error_body(&anonymous, 401, -32000, "authz_denied");
+    let json_only = resume_as(&s, &t, &last, "application/json", &[]).await;
+    assert_eq!(json_only.status, 406);
+    // A session the GET names must open, as for a POST.
+    let forged = resume(&s, &t, &last, &[("mcp-session-id", "forged")]).await;
+    assert_eq!(forged.status, 404, "{}", forged.text);
+    // Without Last-Event-ID there is no GET stream.
+    let plain = s
+        .send(
+            s.client
+                .get(s.url("/mcp"))
+                .header("accept", "text/event-stream")
+                .header("authorization", format!("Bearer {t}")),
+        )
+        .await;
+    error_body(&plain, 405, -32600, "input_validation");
+}
