@@ -31,6 +31,11 @@ const MIGRATIONS: &[Migration] = &[
         description: "functions owned by plugin_host_maintainer, strict tenant policies",
         sql: include_str!("../../../migrations/postgres/0002_maintainer_role.sql"),
     },
+    Migration {
+        version: 3,
+        description: "clients' answers to elicitations, routed between instances",
+        sql: include_str!("../../../migrations/postgres/0003_client_answers.sql"),
+    },
 ];
 
 /// Key of the advisory lock that serializes migrations of one database ("cyberos-m").

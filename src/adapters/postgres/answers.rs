@@ -1,0 +1,260 @@
+//! `ClientAnswers` on Postgres: the instance that receives an answer records it and
+//! `NOTIFY`s `plugin_host_client_answer` with our request id; one listener per process
+//! wakes the waiter of that id, which then reads its row in its own tenant's
+//! transaction. A notification therefore only says "look now": it carries no answer and
+//! no tenant, and a waiter also looks once a second, so a notification lost while the
+//! listener reconnects costs at most that second.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use tokio::sync::Notify;
+use tokio::time::Instant;
+
+use super::{Heard, PgStore, down, listen, timed, ts};
+use crate::domain::session::{ClientAnswer, MAX_OPEN_QUESTIONS, QuestionKey};
+use crate::domain::{DomainError, JsonText, TenantId};
+use crate::ports::ClientAnswers;
+
+const ANSWER_CHANNEL: &str = "plugin_host_client_answer";
+/// How often a waiter looks without being woken.
+const FALLBACK_POLL: Duration = Duration::from_secs(1);
+
+/// The waiters of this process by request id, and whether the listener runs.
+#[derive(Default)]
+pub(super) struct Waiters {
+    by_request: Mutex<HashMap<String, Arc<Notify>>>,
+    listening: OnceLock<()>,
+}
+
+impl Waiters {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Notify>>> {
+        self.by_request.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Wakes the waiter of `request`, or every waiter after a reconnect. A wake with
+    /// nobody waiting yet is kept by the `Notify`.
+    fn wake(&self, heard: Heard<'_>) {
+        let waiters = self.lock();
+        match heard {
+            Heard::Payload(request) => {
+                if let Some(waiter) = waiters.get(request) {
+                    waiter.notify_one();
+                }
+            }
+            Heard::Reconnected => waiters.values().for_each(|w| w.notify_one()),
+        }
+    }
+}
+
+/// A waiter's registration, removed when its wait ends (or is dropped).
+struct Registered<'a> {
+    waiters: &'a Waiters,
+    request: &'a str,
+    woken: Arc<Notify>,
+}
+
+impl Drop for Registered<'_> {
+    fn drop(&mut self) {
+        self.waiters.lock().remove(self.request);
+    }
+}
+
+impl PgStore {
+    /// Registers a waiter for `request`, starting the process's listener on first use.
+    fn register<'a>(&'a self, request: &'a str) -> Registered<'a> {
+        self.waiters.listening.get_or_init(|| {
+            let waiters = Arc::downgrade(&self.waiters);
+            let heard = move |heard: Heard<'_>| {
+                if let Some(waiters) = waiters.upgrade() {
+                    waiters.wake(heard);
+                }
+            };
+            let stop = self.watch.0.child_token();
+            tokio::spawn(listen(self.options.clone(), ANSWER_CHANNEL, heard, stop));
+        });
+        let woken = Arc::new(Notify::new());
+        self.waiters
+            .lock()
+            .insert(request.to_owned(), Arc::clone(&woken));
+        Registered {
+            waiters: &self.waiters,
+            request,
+            woken,
+        }
+    }
+
+    async fn answered(&self, tenant: &TenantId, key: &QuestionKey) -> Result<bool, DomainError> {
+        timed(async {
+            let mut tx = self.begin(Some(tenant)).await.map_err(down)?;
+            let found: Option<i32> = sqlx::query_scalar(
+                "SELECT 1 FROM plugin_host.client_answers
+                  WHERE tenant_id = $1::uuid AND session = $2 AND request_id = $3
+                    AND answer IS NOT NULL",
+            )
+            .bind(tenant.to_string())
+            .bind(&key.session)
+            .bind(&key.request)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(down)?;
+            tx.commit().await.map_err(down)?;
+            Ok(found.is_some())
+        })
+        .await
+    }
+
+    /// Deletes the question and returns its answer, if it had one.
+    async fn close(
+        &self,
+        tenant: &TenantId,
+        key: &QuestionKey,
+    ) -> Result<Option<ClientAnswer>, DomainError> {
+        timed(async {
+            let mut tx = self.begin(Some(tenant)).await.map_err(down)?;
+            let row: Option<(Option<String>, bool)> = sqlx::query_as(
+                "DELETE FROM plugin_host.client_answers
+                  WHERE tenant_id = $1::uuid AND session = $2 AND request_id = $3
+                 RETURNING answer::text, is_error",
+            )
+            .bind(tenant.to_string())
+            .bind(&key.session)
+            .bind(&key.request)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(down)?;
+            tx.commit().await.map_err(down)?;
+            Ok(row.and_then(|(answer, is_error)| {
+                let text = JsonText::from_serialized(answer?);
+                Some(if is_error { Err(text) } else { Ok(text) })
+            }))
+        })
+        .await
+    }
+}
+
+#[async_trait::async_trait]
+impl ClientAnswers for PgStore {
+    async fn open(
+        &self,
+        tenant: &TenantId,
+        key: &QuestionKey,
+        open_for: Duration,
+    ) -> Result<bool, DomainError> {
+        timed(async {
+            let now = chrono::Utc::now().timestamp_millis();
+            let until = now.saturating_add(i64::try_from(open_for.as_millis()).unwrap_or(i64::MAX));
+            let mut tx = self.begin(Some(tenant)).await.map_err(down)?;
+            // Questions of one tenant take turns, so the count and the insert are one step.
+            sqlx::query(
+                "SELECT pg_advisory_xact_lock(hashtextextended('plugin_host.client_answers/' || $1, 0))",
+            )
+            .bind(tenant.to_string())
+            .execute(&mut *tx)
+            .await
+            .map_err(down)?;
+            // The tenant's rows whose waiter died with its instance go once they expire.
+            sqlx::query(concat!(
+                "DELETE FROM plugin_host.client_answers WHERE tenant_id = $1::uuid AND expires_at < ",
+                ts!(2)
+            ))
+            .bind(tenant.to_string())
+            .bind(now)
+            .execute(&mut *tx)
+            .await
+            .map_err(down)?;
+            let open: i64 = sqlx::query_scalar(
+                "SELECT count(*) FROM plugin_host.client_answers WHERE tenant_id = $1::uuid",
+            )
+            .bind(tenant.to_string())
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(down)?;
+            if open >= i64::from(MAX_OPEN_QUESTIONS) {
+                return Ok(false);
+            }
+            let inserted = sqlx::query(concat!(
+                "INSERT INTO plugin_host.client_answers (tenant_id, session, request_id, expires_at)
+                 VALUES ($1::uuid, $2, $3, ",
+                ts!(4),
+                ") ON CONFLICT DO NOTHING"
+            ))
+            .bind(tenant.to_string())
+            .bind(&key.session)
+            .bind(&key.request)
+            .bind(until)
+            .execute(&mut *tx)
+            .await
+            .map_err(down)?;
+            tx.commit().await.map_err(down)?;
+            Ok(inserted.rows_affected() == 1)
+        })
+        .await
+    }
+
+    async fn deliver(
+        &self,
+        tenant: &TenantId,
+        key: &QuestionKey,
+        answer: &ClientAnswer,
+    ) -> Result<bool, DomainError> {
+        let (text, is_error) = match answer {
+            Ok(result) => (result.as_str(), false),
+            Err(error) => (error.as_str(), true),
+        };
+        timed(async {
+            let now = chrono::Utc::now().timestamp_millis();
+            let mut tx = self.begin(Some(tenant)).await.map_err(down)?;
+            let updated = sqlx::query(concat!(
+                "UPDATE plugin_host.client_answers SET answer = $4::jsonb, is_error = $5
+                  WHERE tenant_id = $1::uuid AND session = $2 AND request_id = $3
+                    AND answer IS NULL AND expires_at >= ",
+                ts!(6)
+            ))
+            .bind(tenant.to_string())
+            .bind(&key.session)
+            .bind(&key.request)
+            .bind(text)
+            .bind(is_error)
+            .bind(now)
+            .execute(&mut *tx)
+            .await
+            .map_err(down)?;
+            if updated.rows_affected() != 1 {
+                tx.rollback().await.map_err(down)?;
+                return Ok(false);
+            }
+            // Sent on commit, so the waiter reads the committed answer.
+            sqlx::query("SELECT pg_notify($1, $2)")
+                .bind(ANSWER_CHANNEL)
+                .bind(&key.request)
+                .execute(&mut *tx)
+                .await
+                .map_err(down)?;
+            tx.commit().await.map_err(down)?;
+            Ok(true)
+        })
+        .await
+    }
+
+    async fn wait(
+        &self,
+        tenant: &TenantId,
+        key: &QuestionKey,
+        within: Duration,
+    ) -> Result<Option<ClientAnswer>, DomainError> {
+        let deadline = Instant::now() + within;
+        let registered = self.register(&key.request);
+        loop {
+            if self.answered(tenant, key).await? || Instant::now() >= deadline {
+                return self.close(tenant, key).await;
+            }
+            let next = deadline.min(Instant::now() + FALLBACK_POLL);
+            tokio::select! {
+                () = registered.woken.notified() => {}
+                () = tokio::time::sleep_until(next) => {}
+            }
+        }
+    }
+}
