@@ -6,7 +6,7 @@ CREATE TABLE plugin_host.client_answers (
     tenant_id  UUID NOT NULL,
     session    TEXT NOT NULL,         -- the HTTP session's nonce
     request_id TEXT NOT NULL,         -- our JSON-RPC request id (random)
-    answer     JSONB,                 -- the result or error object, once answered
+    answer     TEXT,                  -- the result or error object (JSON), once answered
     is_error   BOOLEAN NOT NULL DEFAULT false,
     expires_at TIMESTAMPTZ NOT NULL,
     PRIMARY KEY (tenant_id, session, request_id)

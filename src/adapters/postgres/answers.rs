@@ -116,7 +116,7 @@ impl PgStore {
             let row: Option<(Option<String>, bool)> = sqlx::query_as(
                 "DELETE FROM plugin_host.client_answers
                   WHERE tenant_id = $1::uuid AND session = $2 AND request_id = $3
-                 RETURNING answer::text, is_error",
+                 RETURNING answer, is_error",
             )
             .bind(tenant.to_string())
             .bind(&key.session)
@@ -207,7 +207,7 @@ impl ClientAnswers for PgStore {
             let now = chrono::Utc::now().timestamp_millis();
             let mut tx = self.begin(Some(tenant)).await.map_err(down)?;
             let updated = sqlx::query(concat!(
-                "UPDATE plugin_host.client_answers SET answer = $4::jsonb, is_error = $5
+                "UPDATE plugin_host.client_answers SET answer = $4, is_error = $5
                   WHERE tenant_id = $1::uuid AND session = $2 AND request_id = $3
                     AND answer IS NULL AND expires_at >= ",
                 ts!(6)
