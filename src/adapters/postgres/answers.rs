@@ -5,13 +5,12 @@
 //! no tenant, and a waiter also looks once a second, so a notification lost while the
 //! listener reconnects costs at most that second.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::Notify;
 use tokio::time::Instant;
 
+use super::waiters::Registered;
 use super::{Heard, PgStore, down, listen, timed, ts};
 use crate::domain::session::{ClientAnswer, MAX_OPEN_QUESTIONS, QuestionKey};
 use crate::domain::{DomainError, JsonText, TenantId};
@@ -21,68 +20,24 @@ const ANSWER_CHANNEL: &str = "plugin_host_client_answer";
 /// How often a waiter looks without being woken.
 const FALLBACK_POLL: Duration = Duration::from_secs(1);
 
-/// The waiters of this process by request id, and whether the listener runs.
-#[derive(Default)]
-pub(super) struct Waiters {
-    by_request: Mutex<HashMap<String, Arc<Notify>>>,
-    listening: OnceLock<()>,
-}
-
-impl Waiters {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Notify>>> {
-        self.by_request.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// Wakes the waiter of `request`, or every waiter after a reconnect. A wake with
-    /// nobody waiting yet is kept by the `Notify`.
-    fn wake(&self, heard: Heard<'_>) {
-        let waiters = self.lock();
-        match heard {
-            Heard::Payload(request) => {
-                if let Some(waiter) = waiters.get(request) {
-                    waiter.notify_one();
-                }
-            }
-            Heard::Reconnected => waiters.values().for_each(|w| w.notify_one()),
-        }
-    }
-}
-
-/// A waiter's registration, removed when its wait ends (or is dropped).
-struct Registered<'a> {
-    waiters: &'a Waiters,
-    request: &'a str,
-    woken: Arc<Notify>,
-}
-
-impl Drop for Registered<'_> {
-    fn drop(&mut self) {
-        self.waiters.lock().remove(self.request);
-    }
-}
-
 impl PgStore {
     /// Registers a waiter for `request`, starting the process's listener on first use.
     fn register<'a>(&'a self, request: &'a str) -> Registered<'a> {
-        self.waiters.listening.get_or_init(|| {
+        self.waiters.start_once(|| {
             let waiters = Arc::downgrade(&self.waiters);
             let heard = move |heard: Heard<'_>| {
-                if let Some(waiters) = waiters.upgrade() {
-                    waiters.wake(heard);
+                let Some(waiters) = waiters.upgrade() else {
+                    return;
+                };
+                match heard {
+                    Heard::Payload(request) => waiters.wake(request),
+                    Heard::Reconnected => waiters.wake_all(),
                 }
             };
             let stop = self.watch.0.child_token();
             tokio::spawn(listen(self.options.clone(), ANSWER_CHANNEL, heard, stop));
         });
-        let woken = Arc::new(Notify::new());
-        self.waiters
-            .lock()
-            .insert(request.to_owned(), Arc::clone(&woken));
-        Registered {
-            waiters: &self.waiters,
-            request,
-            woken,
-        }
+        self.waiters.register(request)
     }
 
     async fn answered(&self, tenant: &TenantId, key: &QuestionKey) -> Result<bool, DomainError> {

@@ -13,6 +13,7 @@ mod guard;
 mod migrate;
 mod nul_bytes;
 mod tasks;
+mod waiters;
 
 use std::str::FromStr;
 use std::sync::Arc;
@@ -43,7 +44,7 @@ pub struct PgStore {
     /// Cancelled when the last clone is dropped: ends the listeners.
     watch: Arc<DropCancel>,
     /// This process's waiters for clients' answers, woken by one shared listener.
-    waiters: Arc<answers::Waiters>,
+    waiters: Arc<waiters::Waiters>,
 }
 
 struct DropCancel(CancellationToken);
