@@ -12,8 +12,9 @@ use tokio::time::Instant;
 
 use super::waiters::Registered;
 use super::{Heard, PgStore, down, listen, timed, ts};
+use crate::adapters::answer_rows;
 use crate::domain::session::{ClientAnswer, MAX_OPEN_QUESTIONS, QuestionKey};
-use crate::domain::{DomainError, JsonText, TenantId};
+use crate::domain::{DomainError, TenantId};
 use crate::ports::ClientAnswers;
 
 const ANSWER_CHANNEL: &str = "plugin_host_client_answer";
@@ -80,10 +81,7 @@ impl PgStore {
             .await
             .map_err(down)?;
             tx.commit().await.map_err(down)?;
-            Ok(row.and_then(|(answer, is_error)| {
-                let text = JsonText::from_serialized(answer?);
-                Some(if is_error { Err(text) } else { Ok(text) })
-            }))
+            Ok(row.and_then(|(answer, is_error)| answer_rows::from_columns(answer, is_error)))
         })
         .await
     }
@@ -154,10 +152,7 @@ impl ClientAnswers for PgStore {
         key: &QuestionKey,
         answer: &ClientAnswer,
     ) -> Result<bool, DomainError> {
-        let (text, is_error) = match answer {
-            Ok(result) => (result.as_str(), false),
-            Err(error) => (error.as_str(), true),
-        };
+        let (text, is_error) = answer_rows::columns(answer);
         timed(async {
             let now = chrono::Utc::now().timestamp_millis();
             let mut tx = self.begin(Some(tenant)).await.map_err(down)?;

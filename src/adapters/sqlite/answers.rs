@@ -4,8 +4,9 @@
 use std::time::Duration;
 
 use super::SqliteStore;
+use crate::adapters::answer_rows;
 use crate::domain::session::{ClientAnswer, MAX_OPEN_QUESTIONS, QuestionKey};
-use crate::domain::{DomainError, JsonText, TenantId, Upstream};
+use crate::domain::{DomainError, TenantId, Upstream};
 use crate::ports::ClientAnswers;
 
 /// How often a waiter looks for its answer: a person answers in seconds, so this is
@@ -64,10 +65,7 @@ impl ClientAnswers for SqliteStore {
         key: &QuestionKey,
         answer: &ClientAnswer,
     ) -> Result<bool, DomainError> {
-        let (text, is_error) = match answer {
-            Ok(result) => (result.as_str(), false),
-            Err(error) => (error.as_str(), true),
-        };
+        let (text, is_error) = answer_rows::columns(answer);
         let updated = sqlx::query(
             "UPDATE client_answers SET answer = ?, is_error = ?
               WHERE tenant_id = ? AND session = ? AND request_id = ?
@@ -130,9 +128,6 @@ impl SqliteStore {
         .fetch_optional(&self.pool)
         .await
         .map_err(down)?;
-        Ok(row.and_then(|(answer, is_error)| {
-            let text = JsonText::from_serialized(answer?);
-            Some(if is_error { Err(text) } else { Ok(text) })
-        }))
+        Ok(row.and_then(|(answer, is_error)| answer_rows::from_columns(answer, is_error)))
     }
 }
