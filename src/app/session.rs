@@ -60,6 +60,25 @@ pub struct AnswerRoute {
     pub session: String,
 }
 
+/// A question whose wait has not ended: when the wait is dropped instead (the client
+/// closed the stream), the question is closed in the background, so it stops counting
+/// against the tenant's cap at once rather than when it expires.
+struct Open<'a>(Option<(&'a AnswerRoute, QuestionKey)>);
+
+impl Drop for Open<'_> {
+    fn drop(&mut self) {
+        let (Some((route, key)), Ok(runtime)) =
+            (self.0.take(), tokio::runtime::Handle::try_current())
+        else {
+            return;
+        };
+        let (answers, tenant) = (Arc::clone(&route.answers), route.tenant);
+        runtime.spawn(async move {
+            let _ = answers.wait(&tenant, &key, std::time::Duration::ZERO).await;
+        });
+    }
+}
+
 /// One client connection.
 pub struct Session {
     initialized: AtomicBool,
@@ -288,8 +307,12 @@ impl Session {
         if !route.answers.open(&route.tenant, &key, wait).await? {
             return Err(too_many_open_questions());
         }
+        let mut open = Open(Some((route, key)));
         self.notify(frame.to_string()).await;
-        Ok(match route.answers.wait(&route.tenant, &key, wait).await? {
+        let (route, key) = open.0.as_ref().expect("set above");
+        let answer = route.answers.wait(&route.tenant, key, wait).await;
+        open.0 = None;
+        Ok(match answer? {
             Some(Ok(result)) => Some(Ok(json_value(&result)?)),
             Some(Err(error)) => Some(Err(json_value(&error)?)),
             None => None,

@@ -12,8 +12,9 @@ use serde_json::{Value, json};
 use super::sessions::{SESSION, initialize, post};
 use super::{LOCAL, OTHER};
 use crate::support::assert_envelope;
-use crate::support::http_server::{Reply, Server, error_body, open_stream_with, rpc};
+use crate::support::http_server::{Reply, Server, error_body, open_stream_with, read, rpc};
 use crate::support::schema::check_frame;
+use cyberos_mcp_bridge::domain::session::MAX_OPEN_QUESTIONS;
 
 const APPEND: &str = "cyberos.memory.append_audit";
 
@@ -25,6 +26,18 @@ struct Call {
 
 impl Call {
     async fn start(s: &Server, token: &str, session: &str, arguments: Value) -> Call {
+        Call::try_start(s, token, session, arguments)
+            .await
+            .unwrap_or_else(|quick| panic!("answered at once: {} {}", quick.status, quick.text))
+    }
+
+    /// The call as a stream, or the quick answer it got instead.
+    async fn try_start(
+        s: &Server,
+        token: &str,
+        session: &str,
+        arguments: Value,
+    ) -> Result<Call, Reply> {
         let body = rpc(
             7,
             "tools/call",
@@ -38,15 +51,14 @@ impl Call {
             &[(SESSION, session)],
         )
         .await;
+        if resp.headers().get("content-type").unwrap() != "text/event-stream" {
+            return Err(read(resp).await);
+        }
         assert_eq!(resp.status(), 200);
-        assert_eq!(
-            resp.headers().get("content-type").unwrap(),
-            "text/event-stream"
-        );
-        Call {
+        Ok(Call {
             resp,
             buffered: String::new(),
-        }
+        })
     }
 
     /// The next JSON-RPC frame on the stream (the priming event and keepalives skipped).
@@ -266,5 +278,52 @@ async fn an_answer_posted_to_another_instance_reaches_the_waiting_call() {
             out["result"]["structuredContent"]["audit_id"].is_string(),
             "{store:?}: {out}"
         );
+    }
+}
+
+#[tokio::test]
+async fn a_question_whose_stream_the_client_closed_no_longer_counts_against_the_cap() {
+    let s = Server::start(&[]);
+    let token = s.token(LOCAL, None);
+    let id = initialize(&s, &token, "my-agent").await;
+    // The tenant's cap, filled and then given up by the client.
+    let mut calls = Vec::new();
+    for n in 0..MAX_OPEN_QUESTIONS {
+        let mut call = Call::start(&s, &token, &id, note(n)).await;
+        call.question().await;
+        calls.push(call);
+    }
+    let refused = Call::try_start(&s, &token, &id, note(99))
+        .await
+        .err()
+        .expect("refused");
+    assert_eq!(refused.status, 429, "{}", refused.text);
+    assert!(refused.header("retry-after").is_some());
+    let frame = refused.json();
+    check_frame(&frame, Some("tools/call"), false);
+    let data = assert_envelope(&frame, -32050, "upstream_unavailable");
+    assert!(
+        data["hint"]
+            .as_str()
+            .unwrap()
+            .contains("16 confirmation forms open"),
+        "{frame}"
+    );
+    drop(calls);
+    // Each closed stream closes its question, well before the 5-minute wait ends.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        match Call::try_start(&s, &token, &id, note(100)).await {
+            Ok(mut call) => {
+                call.question().await;
+                break;
+            }
+            Err(still) => assert!(
+                tokio::time::Instant::now() < deadline,
+                "still refused: {}",
+                still.text
+            ),
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
