@@ -2,6 +2,7 @@
 //! what the two task stores share).
 //! Only `app::wiring` names them.
 
+mod answer_rows;
 pub mod cuo_process;
 pub mod dev_key;
 pub mod jwt;

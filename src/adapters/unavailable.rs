@@ -2,12 +2,15 @@
 //! or failed to open at startup): every call is `upstream_unavailable` with a hint saying
 //! why, and `check` reports it.
 
+use std::time::Duration;
+
 use crate::domain::cuo::{Persona, Route, Workflow, WorkflowOutcome};
 use crate::domain::memory::{AuditEntry, AuditPage, AuditQuery, AuditReceipt, NewAuditEntry};
+use crate::domain::session::{ClientAnswer, QuestionKey};
 use crate::domain::task::Task;
 use crate::domain::{CallCtx, DomainError, JsonText, TaskId, TenantId, Timestamp, Upstream};
 use crate::ports::{
-    ConfirmationLedger, CuoRunner, Finished, MemoryClient, NewTask, ProgressEntry, ProgressSink,
+    ClientAnswers, ConfirmationLedger, CuoRunner, Finished, MemoryClient, NewTask, ProgressEntry, ProgressSink,
     SkillRun, SweepReport, TaskOutcome, TaskPage, TaskStore, WorkflowRun,
 };
 
@@ -148,6 +151,31 @@ impl ConfirmationLedger for Unavailable {
     }
 
     async fn used(&self, _: &TenantId, _: &str) -> Result<bool, DomainError> {
+        self.err()
+    }
+}
+
+#[async_trait::async_trait]
+impl ClientAnswers for Unavailable {
+    async fn open(&self, _: &TenantId, _: &QuestionKey, _: Duration) -> Result<bool, DomainError> {
+        self.err()
+    }
+
+    async fn deliver(
+        &self,
+        _: &TenantId,
+        _: &QuestionKey,
+        _: &ClientAnswer,
+    ) -> Result<bool, DomainError> {
+        self.err()
+    }
+
+    async fn wait(
+        &self,
+        _: &TenantId,
+        _: &QuestionKey,
+        _: Duration,
+    ) -> Result<Option<ClientAnswer>, DomainError> {
         self.err()
     }
 }

@@ -6,15 +6,19 @@
 //! Locks here are std mutexes that are never held across an `.await`.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
+use crate::app::json::json_value;
 use crate::app::rpc::RequestId;
 use crate::app::telemetry::Parent;
+use crate::domain::session::{QuestionKey, too_many_open_questions};
+use crate::domain::{DomainError, TenantId};
+use crate::ports::ClientAnswers;
 
 /// A created task's run, held back until dropped: the child's spawn (a fork that blocks
 /// its thread for a millisecond or more) comes after the answer with the handle.
@@ -45,6 +49,36 @@ impl Held {
     }
 }
 
+/// How the answers to an HTTP session's requests come back: as POSTs that any instance
+/// may receive, which deliver them through the store to the one waiting here.
+pub struct AnswerRoute {
+    /// The store that carries answers between instances.
+    pub answers: Arc<dyn ClientAnswers>,
+    /// The session's tenant.
+    pub tenant: TenantId,
+    /// The session's nonce.
+    pub session: String,
+}
+
+/// A question whose wait has not ended: when the wait is dropped instead (the client
+/// closed the stream), the question is closed in the background, so it stops counting
+/// against the tenant's cap at once rather than when it expires.
+struct Open<'a>(Option<(&'a AnswerRoute, QuestionKey)>);
+
+impl Drop for Open<'_> {
+    fn drop(&mut self) {
+        let (Some((route, key)), Ok(runtime)) =
+            (self.0.take(), tokio::runtime::Handle::try_current())
+        else {
+            return;
+        };
+        let (answers, tenant) = (Arc::clone(&route.answers), route.tenant);
+        runtime.spawn(async move {
+            let _ = answers.wait(&tenant, &key, std::time::Duration::ZERO).await;
+        });
+    }
+}
+
 /// One client connection.
 pub struct Session {
     initialized: AtomicBool,
@@ -57,7 +91,8 @@ pub struct Session {
     outbound: mpsc::Sender<String>,
     /// Our requests to the client (elicitation) awaiting its response.
     awaiting: Mutex<HashMap<RequestId, oneshot::Sender<Result<Value, Value>>>>,
-    next_request: AtomicU64,
+    /// Set when the answers come back through the store (HTTP) instead of `resolve`.
+    route: Option<AnswerRoute>,
     /// The principal the transport already verified (HTTP); stdio reads its token source.
     principal: Option<crate::domain::Principal>,
     /// OTel `network.transport`: `pipe` for stdio, `tcp` for HTTP.
@@ -80,7 +115,7 @@ impl Session {
             inflight: Mutex::new(HashMap::new()),
             outbound,
             awaiting: Mutex::new(HashMap::new()),
-            next_request: AtomicU64::new(1),
+            route: None,
             principal: None,
             network: "pipe",
             traceparent: None,
@@ -145,6 +180,14 @@ impl Session {
             s.mark_initialized(false);
         }
         s
+    }
+
+    /// An HTTP request of a session whose client declared `elicitation`, on a response
+    /// that can carry our requests (SSE): it may ask, and the answers come back by `route`.
+    pub fn asking_through(mut self, route: AnswerRoute) -> Session {
+        self.client_elicitation.store(true, Ordering::Release);
+        self.route = Some(route);
+        self
     }
 
     /// Continues the trace of the request's `traceparent` header.
@@ -249,27 +292,52 @@ impl Session {
     }
 
     /// Sends a request to the client and waits for its response: `Ok(result)` or
-    /// `Err(error object)`; `None` when the connection closed or `wait` passed.
+    /// `Err(error object)`; `None` when the connection closed or `wait` passed. Our request
+    /// ids are random (`cyberos-e-` + 128 bits), so an answer cannot be aimed at another
+    /// client's question, whichever instance receives it.
+    ///
+    /// # Errors
+    /// Over HTTP, the store's failure, or the tenant's cap on open questions.
     pub async fn ask(
         &self,
         method: &str,
         params: Value,
         wait: std::time::Duration,
-    ) -> Option<Result<Value, Value>> {
+    ) -> Result<Option<Result<Value, Value>>, DomainError> {
         let id = RequestId::Str(format!(
-            "cyberos-{}",
-            self.next_request.fetch_add(1, Ordering::Relaxed)
+            "cyberos-e-{}",
+            data_encoding::HEXLOWER.encode(&crate::app::trace::random_bytes::<16>())
         ));
-        let (tx, rx) = oneshot::channel();
-        self.lock_awaiting().insert(id.clone(), tx);
         let frame = serde_json::json!({"jsonrpc": "2.0", "id": id.to_value(), "method": method, "params": params});
+        let Some(route) = &self.route else {
+            let (tx, rx) = oneshot::channel();
+            self.lock_awaiting().insert(id.clone(), tx);
+            self.notify(frame.to_string()).await;
+            let answer = tokio::time::timeout(wait, rx)
+                .await
+                .ok()
+                .and_then(Result::ok);
+            self.lock_awaiting().remove(&id);
+            return Ok(answer);
+        };
+        let key = QuestionKey {
+            session: route.session.clone(),
+            request: id.to_text(),
+        };
+        // Opened before it is sent, so its answer finds it.
+        if !route.answers.open(&route.tenant, &key, wait).await? {
+            return Err(too_many_open_questions());
+        }
+        let mut open = Open(Some((route, key)));
         self.notify(frame.to_string()).await;
-        let answer = tokio::time::timeout(wait, rx)
-            .await
-            .ok()
-            .and_then(Result::ok);
-        self.lock_awaiting().remove(&id);
-        answer
+        let (route, key) = open.0.as_ref().expect("set above");
+        let answer = route.answers.wait(&route.tenant, key, wait).await;
+        open.0 = None;
+        Ok(match answer? {
+            Some(Ok(result)) => Some(Ok(json_value(&result)?)),
+            Some(Err(error)) => Some(Err(json_value(&error)?)),
+            None => None,
+        })
     }
 
     /// Delivers the client's response to one of our requests; unknown ids are ignored.

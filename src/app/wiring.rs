@@ -19,7 +19,7 @@ use crate::app::config::{Config, ConfigError};
 use crate::app::identity::{Identity, LOCAL_TENANT, StdioToken};
 use crate::app::{App, Settings};
 use crate::domain::{Scope, Upstream};
-use crate::ports::{ConfirmationLedger, MemoryClient, Ports, TaskStore};
+use crate::ports::{ClientAnswers, ConfirmationLedger, MemoryClient, Ports, TaskStore};
 
 /// Builds the ports for `config`. An upstream that cannot be reached or opened is
 /// allowed: its tools answer `upstream_unavailable` and `check` reports it.
@@ -40,14 +40,16 @@ pub async fn ports(config: &Config) -> Result<Ports, ConfigError> {
             "The local store cannot be opened, so confirmation tokens cannot be checked; ask an operator to check --data-dir.",
         )),
     };
-    let (tasks, ledger): (Arc<dyn TaskStore>, Arc<dyn ConfirmationLedger>) = match (
-        &config.database_url,
-        &store,
-    ) {
+    // Clients' answers go where the tasks are: instances that share a task store share it.
+    let (tasks, ledger, answers): (
+        Arc<dyn TaskStore>,
+        Arc<dyn ConfirmationLedger>,
+        Arc<dyn ClientAnswers>,
+    ) = match (&config.database_url, &store) {
         (Some(url), _) if url.starts_with("postgres") => match PgStore::connect(url).await {
             Ok(pg) => {
                 pg.refuse_open_rls().await.map_err(ConfigError)?;
-                (Arc::new(pg.clone()), Arc::new(pg))
+                (Arc::new(pg.clone()), Arc::new(pg.clone()), Arc::new(pg))
             }
             Err(why) => {
                 tracing::error!("cannot use the Postgres task store: {why}");
@@ -55,20 +57,25 @@ pub async fn ports(config: &Config) -> Result<Ports, ConfigError> {
                     Upstream::TaskStore,
                     "The task store is unreachable; ask an operator to check --database-url.",
                 );
-                (Arc::new(down.clone()), Arc::new(down))
+                (
+                    Arc::new(down.clone()),
+                    Arc::new(down.clone()),
+                    Arc::new(down),
+                )
             }
         },
-        (_, Ok(store)) => (Arc::new(store.clone()), ledger),
-        (_, Err(_)) => (
-            Arc::new(Unavailable::new(
+        (_, Ok(store)) => (Arc::new(store.clone()), ledger, Arc::new(store.clone())),
+        (_, Err(_)) => {
+            let down = Unavailable::new(
                 Upstream::TaskStore,
                 "The task store cannot be opened; ask an operator to check --data-dir or --database-url.",
-            )),
-            ledger,
-        ),
+            );
+            (Arc::new(down.clone()), ledger, Arc::new(down))
+        }
     };
     Ok(Ports {
         ledger,
+        answers,
         tasks,
         cuo: Arc::new(cuo),
         memory: memory(config, store.ok()),

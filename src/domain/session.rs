@@ -2,10 +2,40 @@
 //! remembers of its `initialize`, and when a request may use it. Sealing (the MAC) and the
 //! wire form live in `app::http::session_id`; the denylist of ended sessions in the store.
 
-use crate::domain::{Principal, TenantId, Timestamp};
+use crate::domain::{DomainError, JsonText, Principal, TenantId, Timestamp, Upstream};
 
 /// How long a session lives after `initialize`.
 pub const SESSION_TTL_MS: i64 = 24 * 3600 * 1000;
+
+/// Questions (elicitations) one tenant may have open at once, across instances: each holds
+/// an HTTP request and a store row for up to the elicitation wait.
+pub const MAX_OPEN_QUESTIONS: u32 = 16;
+
+/// One of our requests to a client of an HTTP session, until it is answered: the session's
+/// nonce and our JSON-RPC request id (random, so no client can guess another's).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct QuestionKey {
+    /// [`SessionState::nonce`] of the session that was asked.
+    pub session: String,
+    /// Our request id, as sent.
+    pub request: String,
+}
+
+/// A client's answer to one of our requests: its `result`, or its `error` object.
+pub type ClientAnswer = Result<JsonText, JsonText>;
+
+/// The refusal when a tenant already has [`MAX_OPEN_QUESTIONS`] questions open.
+pub fn too_many_open_questions() -> DomainError {
+    DomainError::UpstreamUnavailable {
+        upstream: Upstream::TaskStore,
+        message: "too many confirmations are waiting for an answer".into(),
+        hint: format!(
+            "You have {MAX_OPEN_QUESTIONS} confirmation forms open, the most this bridge keeps per tenant; answer or dismiss them, then retry."
+        ),
+        retry_after: Some(std::time::Duration::from_secs(30)),
+        source: None,
+    }
+}
 
 /// What the bridge must remember of a client between its stateless requests.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -4,6 +4,7 @@
 //! box per call costs nothing measurable, and trait objects keep type parameters out of
 //! every handler. `Clock` is a plain sync trait.
 
+mod client_answers;
 mod clock;
 mod cuo_runner;
 mod memory_client;
@@ -13,6 +14,7 @@ mod token_verifier;
 
 use std::sync::Arc;
 
+pub use client_answers::ClientAnswers;
 pub use clock::Clock;
 pub use cuo_runner::{CuoRunner, ProgressSink, SkillRun, WorkflowRun};
 pub use memory_client::MemoryClient;
@@ -37,4 +39,6 @@ pub struct Ports {
     pub clock: Arc<dyn Clock>,
     /// Used confirmation-token ids.
     pub ledger: Arc<dyn ConfirmationLedger>,
+    /// Clients' answers to our requests over HTTP, routed to the waiting instance.
+    pub answers: Arc<dyn ClientAnswers>,
 }

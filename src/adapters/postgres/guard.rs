@@ -14,7 +14,7 @@ const OPENINGS: &str = "
           FROM pg_catalog.pg_class AS c
           JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace
           JOIN pg_catalog.pg_roles AS r ON r.oid = c.relowner
-         WHERE n.nspname = 'plugin_host' AND c.relname IN ('tasks', 'used_confirmations', 'task_progress')
+         WHERE n.nspname = 'plugin_host' AND c.relname IN ('tasks', 'used_confirmations', 'task_progress', 'client_answers')
     )
     SELECT 'the role plugin_host_app is a superuser or has BYPASSRLS'
       FROM pg_catalog.pg_roles

@@ -32,6 +32,11 @@ const MIGRATIONS: &[Migration] = &[
         sql: include_str!("../../../migrations/postgres/0002_maintainer_role.sql"),
     },
     Migration {
+        version: 3,
+        description: "clients' answers to elicitations, routed between instances",
+        sql: include_str!("../../../migrations/postgres/0003_client_answers.sql"),
+    },
+    Migration {
         version: 4,
         description: "task progress log",
         sql: include_str!("../../../migrations/postgres/0004_task_progress.sql"),

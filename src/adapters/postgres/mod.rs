@@ -1,4 +1,5 @@
-//! `TaskStore` and `ConfirmationLedger` on Postgres (`plugin_host` schema, CONTRACT §6).
+//! `TaskStore`, `ConfirmationLedger` and `ClientAnswers` (`answers`) on Postgres
+//! (`plugin_host` schema, CONTRACT §6).
 //!
 //! Every transaction starts with `SET LOCAL ROLE plugin_host_app` and, for tenant
 //! operations, `set_config('auth.tenant_id', <tenant>, true)` before its queries: row-level
@@ -7,11 +8,13 @@
 //! tenant is in every `WHERE` as well. The non-tenant operations (leases, stop polling,
 //! the sweep) call `SECURITY DEFINER` functions created by [`migrate`].
 
+mod answers;
 mod guard;
 mod migrate;
 mod nul_bytes;
 mod progress;
 mod tasks;
+mod waiters;
 
 use std::str::FromStr;
 use std::sync::Arc;
@@ -39,8 +42,10 @@ const OP_TIMEOUT: Duration = Duration::from_secs(10);
 pub struct PgStore {
     pool: PgPool,
     options: PgConnectOptions,
-    /// Cancelled when the last clone is dropped: ends the stop listener.
+    /// Cancelled when the last clone is dropped: ends the listeners.
     watch: Arc<DropCancel>,
+    /// This process's waiters for clients' answers, woken by one shared listener.
+    waiters: Arc<waiters::Waiters>,
 }
 
 struct DropCancel(CancellationToken);
@@ -72,6 +77,7 @@ impl PgStore {
             pool,
             options,
             watch: Arc::new(DropCancel(CancellationToken::new())),
+            waiters: Arc::default(),
         })
     }
 
@@ -120,7 +126,7 @@ impl PgStore {
     fn spawn_stop_listener(&self, sink: Arc<dyn StopSink>) {
         let options = self.options.clone();
         let stop = self.watch.0.child_token();
-        tokio::spawn(listen_for_stops(options, sink, stop));
+        tokio::spawn(listen(options, STOP_CHANNEL, stops_to(sink), stop));
     }
 }
 
@@ -150,12 +156,33 @@ macro_rules! ts {
 }
 use ts;
 
-/// Listens for `plugin_host_task_stopped` on its own connection and tells `sink`,
-/// reconnecting with backoff until `stop`. Notifications sent while disconnected are
-/// lost; the runner's polling of `stopped_among` covers them.
-async fn listen_for_stops(
+/// What a listener hears: a notification's payload, or that it (re)connected, so
+/// notifications sent meanwhile may have been lost.
+enum Heard<'a> {
+    Payload(&'a str),
+    Reconnected,
+}
+
+/// Tells `sink` about the task stops notified on `plugin_host_task_stopped`.
+fn stops_to(sink: Arc<dyn StopSink>) -> impl Fn(Heard<'_>) + Send + 'static {
+    move |heard| match heard {
+        Heard::Payload(payload) => match TaskId::parse(payload) {
+            Some(id) => sink.stopped(id),
+            None => tracing::debug!("ignoring a malformed task stop notification"),
+        },
+        Heard::Reconnected => {
+            tracing::debug!("task stop listener reconnected; stops in between are found by polling")
+        }
+    }
+}
+
+/// Listens on `channel` on its own connection and tells `heard`, reconnecting with
+/// backoff until `stop`. Notifications sent while disconnected are lost: every user of a
+/// listener also polls.
+async fn listen(
     options: PgConnectOptions,
-    sink: Arc<dyn StopSink>,
+    channel: &'static str,
+    heard: impl Fn(Heard<'_>) + Send + 'static,
     stop: CancellationToken,
 ) {
     // A pool of one only to let PgListener reconnect by itself.
@@ -170,18 +197,14 @@ async fn listen_for_stops(
         let mut listening = false;
         let run = async {
             let mut listener = PgListener::connect_with(&pool).await?;
-            listener.listen(STOP_CHANNEL).await?;
+            listener.listen(channel).await?;
             listening = true;
-            tracing::debug!("listening for task stops");
+            tracing::debug!(channel, "listening");
+            heard(Heard::Reconnected);
             loop {
                 match listener.try_recv().await? {
-                    Some(n) => match TaskId::parse(n.payload()) {
-                        Some(id) => sink.stopped(id),
-                        None => tracing::debug!("ignoring a malformed task stop notification"),
-                    },
-                    None => tracing::debug!(
-                        "task stop listener reconnected; stops in between are found by polling"
-                    ),
+                    Some(n) => heard(Heard::Payload(n.payload())),
+                    None => heard(Heard::Reconnected),
                 }
             }
         };
@@ -195,8 +218,9 @@ async fn listen_for_stops(
         if let Err(e) = result {
             tracing::warn!(
                 error = %e,
+                channel,
                 retry_in_s = backoff.as_secs(),
-                "task stop listener failed; stops are found by polling meanwhile"
+                "listener failed; polling covers it meanwhile"
             );
         }
         tokio::select! {

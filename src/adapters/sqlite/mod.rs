@@ -1,8 +1,10 @@
 //! The embedded store: one SQLite file in the data dir (WAL, busy timeout), shared by
 //! several bridge processes. It holds the append-only, tenant-scoped audit log that serves
 //! `MemoryClient` when no `--memory-url` is given (`audit`), the used confirmation ids
-//! (`ConfirmationLedger`, here) and the tasks (`TaskStore`, `tasks`).
+//! (`ConfirmationLedger`, here), the tasks (`TaskStore`, `tasks`) and clients' answers
+//! to elicitations over HTTP (`ClientAnswers`, `answers`).
 
+mod answers;
 mod audit;
 mod private;
 mod progress;
@@ -20,10 +22,11 @@ use crate::domain::{DomainError, TenantId, Timestamp, Upstream};
 use crate::ports::ConfirmationLedger;
 
 /// Migrations in order; the index + 1 is the schema version.
-const MIGRATIONS: [&str; 4] = [
+const MIGRATIONS: [&str; 5] = [
     include_str!("../../../migrations/sqlite/0001_audit.sql"),
     include_str!("../../../migrations/sqlite/0002_confirmations.sql"),
     include_str!("../../../migrations/sqlite/0003_tasks.sql"),
+    include_str!("../../../migrations/sqlite/0004_client_answers.sql"),
     include_str!("../../../migrations/sqlite/0005_task_progress.sql"),
 ];
 

@@ -25,13 +25,13 @@ use super::origin::Origin;
 use super::resumable::Resumable;
 use super::shared::Shared;
 use super::waits::{Hold, Refused};
-use super::{body, reply, resume, sessions, sse};
+use super::{body, elicitation, reply, resume, sessions, sse};
 use crate::app::rpc::{
     CallParams, FrameError, INVALID_REQUEST, Incoming, Method, PROTOCOL_VERSION,
     Request as RpcRequest, RequestId, RpcError,
 };
 use crate::app::server;
-use crate::app::session::Session;
+use crate::app::session::{AnswerRoute, Session};
 use crate::app::telemetry::{self, CallSpan, Outcome};
 use crate::app::trace::{self, request_trace};
 use crate::domain::{DomainError, Principal, TaskSupport, Tool};
@@ -231,14 +231,23 @@ async fn post(
                 }
                 _ => None,
             };
-            let resp = request(s, accept, principal, client, req, parent, permit).await;
+            let caller = Caller {
+                route: elicitation::route(s, session.as_ref(), accept, &req.method),
+                principal,
+                client,
+            };
+            let resp = request(s, accept, caller, req, parent, permit).await;
             match mint {
                 Some(Some(state)) => sessions::issue(s, resp, &state),
                 _ => resp,
             }
         }
+        Ok(Incoming::Response(resp)) if let Some(state) = &session => {
+            elicitation::deliver(s, state, resp).await
+        }
         Ok(other) => {
-            // Notifications and responses: accepted; nothing is sent back on this POST.
+            // Notifications, and responses outside a session (no request of ours can be
+            // waiting for them): accepted; nothing is sent back on this POST.
             let (tx, _) = mpsc::channel(1);
             let session = Session::stateless(tx, principal, false, None);
             let _ = server::handle(&s.app, &session, other).await;
@@ -287,26 +296,39 @@ fn unauthorized(
     }
 }
 
+/// Who sends a request: the verified principal, the client's name, and where the answers
+/// to our requests come back when the request may ask the user.
+struct Caller<'a> {
+    principal: Principal,
+    client: Option<&'a str>,
+    route: Option<AnswerRoute>,
+}
+
 /// A request: rate limit, then the dispatcher, answered as JSON or SSE.
 async fn request(
     s: &Shared,
     accept: Accept,
-    principal: Principal,
-    client: Option<&str>,
+    caller: Caller<'_>,
     req: RpcRequest,
     parent: Option<telemetry::Parent>,
     permit: OwnedSemaphorePermit,
 ) -> Response {
+    let Caller {
+        principal,
+        client,
+        route,
+    } = caller;
     let id = req.id.clone();
     // Whether it is a tool or task call (rate limited), may stream (progress, or a wait
     // for a task), and waits for a task (and so may outlive the per-request timeout).
     let (call, streams, waits) = match &req.method {
         Method::ToolsCall(params) => {
             let call = params.as_ref().ok();
+            // A call that may ask the user streams, so the question can reach the client.
             let progress = call.is_some_and(|c| c.progress_token().is_some());
             (
                 true,
-                progress,
+                progress || route.is_some(),
                 call.is_some_and(|c| waits_for_task(s, client, c)),
             )
         }
@@ -341,11 +363,14 @@ async fn request(
     };
     let (resumable, named) = resumable.unzip();
     let (tx, outbound) = mpsc::channel(OUTBOUND);
-    let session = Session::stateless(tx, principal, initialize, client).with_traceparent(parent);
-    let session = match named {
-        Some(named) => session.telling_waited_task(named),
-        None => session,
-    };
+    let mut session =
+        Session::stateless(tx, principal, initialize, client).with_traceparent(parent);
+    if let Some(named) = named {
+        session = session.telling_waited_task(named);
+    }
+    if let Some(route) = route {
+        session = session.asking_through(route);
+    }
     let app = s.app.clone();
     let mut work: Work = Box::pin(async move {
         AssertUnwindSafe(server::answer(&app, &session, req))

@@ -1,7 +1,8 @@
 //! The Streamable HTTP transport (MCP 2025-11-25), stateless: every POST to `/mcp` is
 //! one JSON-RPC message with its own bearer token; nothing about a client is kept between
 //! requests on the server. Optional sessions carry their state to the client
-//! (`sessions.rs`, `session_id.rs`; CONTRACT §5, §10).
+//! (`sessions.rs`, `session_id.rs`; CONTRACT §5, §10); in one, a tool call may ask the
+//! user, and the answer finds the waiting instance through the store (`elicitation.rs`).
 //!
 //! Routes (`router.rs`): `POST /mcp` (`mcp.rs`, `sse.rs`); `DELETE /mcp` ends a session;
 //! `GET /mcp` with `Last-Event-ID` resumes a stream that waited for a task (`resume.rs`, `event_id.rs`), without it → 405; `GET /healthz`;
@@ -13,6 +14,7 @@
 
 mod answer;
 mod body;
+mod elicitation;
 mod event_id;
 mod gate;
 mod limits;

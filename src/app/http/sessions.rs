@@ -140,7 +140,7 @@ fn not_found() -> Response {
     )
 }
 
-fn store_down(e: &DomainError) -> Response {
+pub(super) fn store_down(e: &DomainError) -> Response {
     let rpc = RpcError::from_domain(e, request_trace());
     reply::rpc_error(StatusCode::SERVICE_UNAVAILABLE, None, &rpc)
 }

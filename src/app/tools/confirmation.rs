@@ -1,6 +1,7 @@
 //! How a call with destructive or external effects gets confirmed (CONTRACT §5): a host
-//! flag, the seed's flag, a single-use confirmation token, or, over stdio when the client
-//! declared `elicitation`, a form that asks the user.
+//! flag, the seed's flag, a single-use confirmation token, or, when the client declared
+//! `elicitation` (on stdio, or in an HTTP session on an SSE response), a form that asks
+//! the user.
 
 use std::time::Duration;
 
@@ -96,7 +97,7 @@ async fn elicit(session: &Session, tool: Tool, args: &Value) -> Result<Confirmat
     };
     match session
         .ask("elicitation/create", params, ELICITATION_WAIT)
-        .await
+        .await?
     {
         Some(Ok(result)) => match (
             result.get("action").and_then(Value::as_str),

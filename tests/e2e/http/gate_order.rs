@@ -182,6 +182,7 @@ fn app(post: &Post) -> Router {
         skills: Arc::new(StaticSkills::new(Behaviour::Answer)),
         clock: Arc::new(FixedClock(Timestamp::from_unix_millis(0))),
         ledger: Arc::new(InMemoryLedger::default()),
+        answers: Arc::new(Unavailable::new(Upstream::TaskStore, "no task store here")),
     };
     let identity = Identity::new(Arc::new(StaticTokens), StdioToken::None);
     let app = App::new(ports, Settings::default(), identity);

@@ -1,11 +1,13 @@
 //! The built binary over Streamable HTTP, with reqwest as the client (the harness is
 //! `support::http_server`): the handshake and the tools, tokens and scopes (401/403 with
 //! their challenges), tenancy, Origin/Host/CORS, the order of the transport's checks,
-//! tasks across two instances on one data dir, SSE, the load limits (and their refusals
+//! tasks across two instances on one data dir, SSE, elicitation in a session (answers
+//! routed between instances), the load limits (and their refusals
 //! counted in the metrics), slowloris, SIGTERM and the caller's trace context. Every JSON-RPC frame that comes back is checked
 //! against the MCP schema.
 
 mod auth;
+mod elicitation;
 mod gate;
 mod gate_order;
 mod limits;

@@ -10,9 +10,9 @@ use crate::support::binary::paced;
 use crate::support::http_server::{Reply, Server, rpc};
 use crate::support::schema::check_frame;
 
-const SESSION: &str = "mcp-session-id";
+pub(super) const SESSION: &str = "mcp-session-id";
 
-async fn post(s: &Server, token: &str, session: Option<&str>, body: &Value) -> Reply {
+pub(super) async fn post(s: &Server, token: &str, session: Option<&str>, body: &Value) -> Reply {
     let mut headers = vec![("user-agent", "node")];
     if let Some(id) = session {
         headers.push((SESSION, id));
@@ -21,7 +21,7 @@ async fn post(s: &Server, token: &str, session: Option<&str>, body: &Value) -> R
 }
 
 /// `initialize` as `clientInfo.name` = `client`; returns the session id.
-async fn initialize(s: &Server, token: &str, client: &str) -> String {
+pub(super) async fn initialize(s: &Server, token: &str, client: &str) -> String {
     let init = json!({"protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}},
                       "clientInfo": {"name": client, "version": "1"}});
     let reply = post(s, token, None, &rpc(1, "initialize", init)).await;

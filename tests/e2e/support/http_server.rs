@@ -290,15 +290,27 @@ pub async fn open_stream(
     token: &str,
     body: &Value,
 ) -> reqwest::Response {
-    client
+    open_stream_with(client, url, token, body, &[]).await
+}
+
+/// [`open_stream`] with more headers (e.g. `MCP-Session-Id`).
+pub async fn open_stream_with(
+    client: &reqwest::Client,
+    url: String,
+    token: &str,
+    body: &Value,
+    headers: &[(&str, &str)],
+) -> reqwest::Response {
+    let mut req = client
         .post(url)
         .header("content-type", "application/json")
         .header("accept", "application/json, text/event-stream")
         .header("authorization", format!("Bearer {token}"))
-        .body(body.to_string())
-        .send()
-        .await
-        .expect("a response head")
+        .body(body.to_string());
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    req.send().await.expect("a response head")
 }
 
 /// Opens `tasks/result` for task `id` as `token` and returns once the server holds it (its

@@ -50,6 +50,10 @@ impl Client {
             skills,
             clock: Arc::new(FixedClock(Timestamp::from_unix_millis(0))),
             ledger: Arc::new(InMemoryLedger::default()),
+            answers: Arc::new(Unavailable::new(
+                Upstream::TaskStore,
+                "stdio answers in memory",
+            )),
         };
         let identity = Identity::new(Arc::new(StaticTokens), StdioToken::Literal(token.into()));
         let app = App::new(ports, settings, identity);

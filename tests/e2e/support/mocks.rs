@@ -317,6 +317,11 @@ impl MockPorts {
             skills: Arc::new(Port(self.skills)),
             clock: Arc::new(self.clock),
             ledger: Arc::new(self.ledger),
+            // The stdio path keeps its answers in memory; nothing here may ask the store.
+            answers: Arc::new(cyberos_mcp_bridge::adapters::unavailable::Unavailable::new(
+                cyberos_mcp_bridge::domain::Upstream::TaskStore,
+                "stdio keeps its answers in memory",
+            )),
         }
     }
 }

@@ -1,4 +1,5 @@
-//! The `TaskStore` and `ConfirmationLedger` contracts (`contract`), run against the
+//! The `TaskStore` and `ConfirmationLedger` contracts (`contract`) and the `ClientAnswers`
+//! one (`answers`), run against the
 //! embedded SQLite store always (`sqlite`) and against Postgres when `DATABASE_URL` names
 //! an admin connection (`support::pg::admin_url` decides: without it each Postgres test
 //! prints a `SKIPPED` line, with `CI=true` its absence fails them). Each Postgres test
@@ -11,6 +12,7 @@
 //! (`postgres_rls`), and the migration's idempotence, concurrency and a plain owner role
 //! (`postgres_migrate`).
 
+mod answers;
 mod contract;
 mod limits;
 mod postgres;

@@ -14,7 +14,7 @@ use crate::support::binary::binary;
 use crate::support::pg::TestDb;
 
 /// Each breach, what undoes it, and the reason the bridge must name.
-const BREACHES: [(&str, &str, &str); 3] = [
+const BREACHES: [(&str, &str, &str); 4] = [
     (
         "ALTER TABLE plugin_host.tasks NO FORCE ROW LEVEL SECURITY",
         "ALTER TABLE plugin_host.tasks FORCE ROW LEVEL SECURITY",
@@ -24,6 +24,11 @@ const BREACHES: [(&str, &str, &str); 3] = [
         "ALTER TABLE plugin_host.used_confirmations DISABLE ROW LEVEL SECURITY",
         "ALTER TABLE plugin_host.used_confirmations ENABLE ROW LEVEL SECURITY",
         "row-level security is off or not forced on plugin_host.used_confirmations",
+    ),
+    (
+        "ALTER TABLE plugin_host.client_answers NO FORCE ROW LEVEL SECURITY",
+        "ALTER TABLE plugin_host.client_answers FORCE ROW LEVEL SECURITY",
+        "row-level security is off or not forced on plugin_host.client_answers",
     ),
     (
         "ALTER TABLE plugin_host.tasks OWNER TO plugin_host_app",

@@ -28,7 +28,8 @@ async fn migrate_is_idempotent_and_concurrent_runs_all_succeed() {
     const SNAPSHOT: &str = "SELECT (SELECT string_agg(version || ':' || checksum || ':' || applied_at, ',')
                                        FROM plugin_host.schema_migrations)
                                  || '|' || (SELECT count(*) FROM pg_policy WHERE polrelid IN
-                                             ('plugin_host.tasks'::regclass, 'plugin_host.used_confirmations'::regclass))
+                                             ('plugin_host.tasks'::regclass, 'plugin_host.used_confirmations'::regclass,
+                                              'plugin_host.client_answers'::regclass))
                                  || '|' || (SELECT count(*) FROM pg_trigger WHERE tgrelid = 'plugin_host.tasks'::regclass)
                                  || '|' || (SELECT count(*) FROM pg_proc WHERE pronamespace = 'plugin_host'::regnamespace)
                                  || '|' || (SELECT count(*) FROM pg_indexes WHERE schemaname = 'plugin_host')";
@@ -44,7 +45,7 @@ async fn migrate_is_idempotent_and_concurrent_runs_all_succeed() {
         )
         .await
         .unwrap(),
-        sql_files(),
+        migration_files(),
         "each migration file is applied once"
     );
     postgres::migrate(&db.url).await.unwrap();
@@ -64,6 +65,16 @@ async fn migrate_is_idempotent_and_concurrent_runs_all_succeed() {
         .unwrap();
     let e = postgres::migrate(&db.url).await.unwrap_err();
     assert!(e.contains("migration 1 was changed"), "{e}");
+}
+
+/// How many migrations there are: every file of `migrations/postgres` is applied once.
+fn migration_files() -> i64 {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("migrations/postgres");
+    let sql = std::fs::read_dir(dir)
+        .unwrap()
+        .filter(|e| e.as_ref().unwrap().path().extension() == Some("sql".as_ref()))
+        .count();
+    i64::try_from(sql).unwrap()
 }
 
 #[tokio::test]
@@ -153,17 +164,3 @@ async fn a_plain_owner_role_can_migrate_and_run_the_bridge_with_one_url() {
     drop(db);
 }
 
-/// How many migration files `migrations/postgres` holds.
-fn sql_files() -> i64 {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("migrations/postgres");
-    std::fs::read_dir(dir)
-        .unwrap()
-        .filter(|e| {
-            e.as_ref()
-                .unwrap()
-                .path()
-                .extension()
-                .is_some_and(|x| x == "sql")
-        })
-        .count() as i64
-}

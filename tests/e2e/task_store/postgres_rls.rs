@@ -181,12 +181,12 @@ async fn the_app_role_cannot_bypass_rls_or_change_the_schema() {
     let tables: Vec<(String, bool, bool, String)> = sqlx::query_as(
         "SELECT relname::text, relrowsecurity, relforcerowsecurity, pg_get_userbyid(relowner)::text
            FROM pg_class WHERE relnamespace = 'plugin_host'::regnamespace AND relkind = 'r'
-            AND relname IN ('tasks', 'used_confirmations', 'task_progress') ORDER BY relname",
+            AND relname IN ('tasks', 'used_confirmations', 'task_progress', 'client_answers') ORDER BY relname",
     )
     .fetch_all(&mut admin)
     .await
     .unwrap();
-    assert_eq!(tables.len(), 3);
+    assert_eq!(tables.len(), 4);
     for (name, rls, forced, owner) in &tables {
         assert!(*rls && *forced, "{name}: RLS enabled and forced");
         assert_ne!(owner, "plugin_host_app", "{name} is not the app role's");

@@ -1,0 +1,133 @@
+//! `ClientAnswers` on the embedded file: the waiter polls its row, since SQLite has no
+//! notifications between the processes that share the file.
+
+use std::time::Duration;
+
+use super::SqliteStore;
+use crate::adapters::answer_rows;
+use crate::domain::session::{ClientAnswer, MAX_OPEN_QUESTIONS, QuestionKey};
+use crate::domain::{DomainError, TenantId, Upstream};
+use crate::ports::ClientAnswers;
+
+/// How often a waiter looks for its answer: a person answers in seconds, so this is
+/// below what they notice, and a read of one row by key.
+const POLL: Duration = Duration::from_millis(100);
+
+fn down(e: sqlx::Error) -> DomainError {
+    DomainError::unavailable(Upstream::TaskStore, Some(e.into()))
+}
+
+fn now_ms() -> i64 {
+    chrono::Utc::now().timestamp_millis()
+}
+
+fn millis(d: Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+}
+
+#[async_trait::async_trait]
+impl ClientAnswers for SqliteStore {
+    async fn open(
+        &self,
+        tenant: &TenantId,
+        key: &QuestionKey,
+        open_for: Duration,
+    ) -> Result<bool, DomainError> {
+        let now = now_ms();
+        // Rows whose waiter died with its process go once they expire.
+        sqlx::query("DELETE FROM client_answers WHERE expires_at < ?")
+            .bind(now)
+            .execute(&self.pool)
+            .await
+            .map_err(down)?;
+        // The count and the insert are one statement, so concurrent opens cannot pass the cap.
+        let inserted = sqlx::query(
+            "INSERT INTO client_answers (tenant_id, session, request_id, expires_at)
+             SELECT ?1, ?2, ?3, ?4
+              WHERE (SELECT count(*) FROM client_answers WHERE tenant_id = ?1 AND expires_at >= ?5) < ?6
+             ON CONFLICT DO NOTHING",
+        )
+        .bind(tenant.to_string())
+        .bind(&key.session)
+        .bind(&key.request)
+        .bind(now.saturating_add(millis(open_for)))
+        .bind(now)
+        .bind(i64::from(MAX_OPEN_QUESTIONS))
+        .execute(&self.pool)
+        .await
+        .map_err(down)?;
+        Ok(inserted.rows_affected() == 1)
+    }
+
+    async fn deliver(
+        &self,
+        tenant: &TenantId,
+        key: &QuestionKey,
+        answer: &ClientAnswer,
+    ) -> Result<bool, DomainError> {
+        let (text, is_error) = answer_rows::columns(answer);
+        let updated = sqlx::query(
+            "UPDATE client_answers SET answer = ?, is_error = ?
+              WHERE tenant_id = ? AND session = ? AND request_id = ?
+                AND answer IS NULL AND expires_at >= ?",
+        )
+        .bind(text)
+        .bind(is_error)
+        .bind(tenant.to_string())
+        .bind(&key.session)
+        .bind(&key.request)
+        .bind(now_ms())
+        .execute(&self.pool)
+        .await
+        .map_err(down)?;
+        Ok(updated.rows_affected() == 1)
+    }
+
+    async fn wait(
+        &self,
+        tenant: &TenantId,
+        key: &QuestionKey,
+        within: Duration,
+    ) -> Result<Option<ClientAnswer>, DomainError> {
+        let deadline = tokio::time::Instant::now() + within;
+        loop {
+            // A read until there is something to take, so waiters do not contend for the
+            // file's write lock.
+            let answered: Option<i64> = sqlx::query_scalar(
+                "SELECT 1 FROM client_answers
+                  WHERE tenant_id = ? AND session = ? AND request_id = ? AND answer IS NOT NULL",
+            )
+            .bind(tenant.to_string())
+            .bind(&key.session)
+            .bind(&key.request)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(down)?;
+            if answered.is_some() || tokio::time::Instant::now() >= deadline {
+                return self.close(tenant, key).await;
+            }
+            tokio::time::sleep_until(deadline.min(tokio::time::Instant::now() + POLL)).await;
+        }
+    }
+}
+
+impl SqliteStore {
+    /// Deletes the question and returns its answer, if it had one.
+    async fn close(
+        &self,
+        tenant: &TenantId,
+        key: &QuestionKey,
+    ) -> Result<Option<ClientAnswer>, DomainError> {
+        let row: Option<(Option<String>, bool)> = sqlx::query_as(
+            "DELETE FROM client_answers WHERE tenant_id = ? AND session = ? AND request_id = ?
+             RETURNING answer, is_error",
+        )
+        .bind(tenant.to_string())
+        .bind(&key.session)
+        .bind(&key.request)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(down)?;
+        Ok(row.and_then(|(answer, is_error)| answer_rows::from_columns(answer, is_error)))
+    }
+}
