@@ -83,6 +83,17 @@ pub(super) async fn run(
     };
     // Dropping the call future kills the child's process group.
     drop(call);
+    // Progress the run reported before its result may still be queued (`select!` picks
+    // among ready branches at random): it is recorded before the outcome, so the log a
+    // resumed stream replays ends with the run's last step.
+    if outcome.is_some() {
+        while let Ok(p) = rx.try_recv() {
+            if p.step > last_step {
+                last_step = p.step;
+                report(ports, &task, &p, progress.as_ref()).await;
+            }
+        }
+    }
     let Some(result) = outcome else {
         tracing::info!(task_id = %task.id, "task stopped");
         return Outcome::Cancelled;
