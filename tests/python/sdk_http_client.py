@@ -16,6 +16,7 @@ import warnings
 
 from mcp import ClientSession, types
 from mcp.client.streamable_http import streamablehttp_client
+from mcp.shared.exceptions import McpError
 
 # The bridge speaks 2025-11-25, where tasks are part of the spec; the SDK's deprecation
 # notice about their future removal is not a failure.
@@ -58,8 +59,18 @@ def dev_token(binary: str, data: str) -> str:
 
 
 async def exercise(url: str, token: str) -> str:
+    # The user's answers to the bridge's confirmation forms, in order; each form is
+    # recorded so the test sees what the bridge asked.
+    answers = [types.ElicitResult(action="accept", content={"confirm": True}),
+               types.ElicitResult(action="decline")]
+    asked = []
+
+    async def confirm(context, params: types.ElicitRequestParams):
+        asked.append(params)
+        return answers[len(asked) - 1]
+
     async with streamablehttp_client(url, headers={"Authorization": f"Bearer {token}"}) as (read, write, session_id):
-        async with ClientSession(read, write) as session:
+        async with ClientSession(read, write, elicitation_callback=confirm) as session:
             init = await session.initialize()
             assert init.protocolVersion == "2025-11-25", init.protocolVersion
             assert init.serverInfo.name == "cyberos-mcp-bridge", init.serverInfo
@@ -75,6 +86,22 @@ async def exercise(url: str, token: str) -> str:
             assert result.structuredContent["skills"][0]["name"] == "release-notes", result.structuredContent
             assert json.loads(result.content[0].text) == result.structuredContent
             await session.send_ping()
+
+            # Elicitation over HTTP: the session declared it, so a write that needs the
+            # user's confirmation asks on the call's SSE stream; the SDK POSTs the answer
+            # with the session id. Accepted, the entry is written; declined, refused.
+            note = {"kind": "note", "body": {"from": "python sdk over http"}}
+            written = await session.call_tool("cyberos.memory.append_audit", note)
+            assert not written.isError, written
+            assert written.structuredContent["audit_id"], written.structuredContent
+            assert len(asked) == 1 and "Allow" in asked[0].message, asked
+            assert asked[0].requestedSchema["required"] == ["confirm"], asked[0]
+            try:
+                await session.call_tool("cyberos.memory.append_audit", note)
+                raise AssertionError("a declined write ran")
+            except McpError as refused:
+                assert "did not confirm the call (declined)" in str(refused), refused
+            assert len(asked) == 2, asked
 
             # The pinned SDK (tests/python/requirements.txt) has the task client API; one
             # without it fails here rather than passing with half the test skipped.
@@ -98,7 +125,7 @@ async def exercise(url: str, token: str) -> str:
             created = await experimental.call_tool_as_task("cyberos.cuo.execute_workflow", adr)
             waited = await experimental.get_task_result(created.task.taskId, types.CallToolResult)
             assert not waited.isError and waited.structuredContent["steps_executed"] == 3, waited
-            return (f"{len(names)} tools, call_tool, ping, a task polled to completed ({' -> '.join(dict.fromkeys(seen))}) "
+            return (f"{len(names)} tools, call_tool, ping, an audit write confirmed and one declined by elicitation, a task polled to completed ({' -> '.join(dict.fromkeys(seen))}) "
                     "and one awaited with tasks/result over SSE")
 
 
