@@ -10,8 +10,8 @@ use crate::domain::session::{ClientAnswer, QuestionKey};
 use crate::domain::task::Task;
 use crate::domain::{CallCtx, DomainError, JsonText, TaskId, TenantId, Timestamp, Upstream};
 use crate::ports::{
-    ClientAnswers, ConfirmationLedger, CuoRunner, Finished, MemoryClient, NewTask, ProgressEntry, ProgressSink,
-    SkillRun, SweepReport, TaskOutcome, TaskPage, TaskStore, WorkflowRun,
+    ClientAnswers, ConfirmationLedger, CuoRunner, Finished, MemoryClient, NewTask, ProgressEntry,
+    ProgressSink, SkillRun, SweepReport, TaskOutcome, TaskPage, TaskStore, WorkflowRun,
 };
 
 /// An upstream that cannot be used, and why.

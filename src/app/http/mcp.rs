@@ -25,16 +25,16 @@ use super::origin::Origin;
 use super::resumable::Resumable;
 use super::shared::Shared;
 use super::waits::{Hold, Refused};
-use super::{body, elicitation, reply, resume, sessions, sse};
+use super::{body, elicitation, reply, resume, sessions, sse, unauthorized};
 use crate::app::rpc::{
     CallParams, FrameError, INVALID_REQUEST, Incoming, Method, PROTOCOL_VERSION,
-    Request as RpcRequest, RequestId, RpcError,
+    Request as RpcRequest, RpcError,
 };
 use crate::app::server;
 use crate::app::session::{AnswerRoute, Session};
-use crate::app::telemetry::{self, CallSpan, Outcome};
+use crate::app::telemetry;
 use crate::app::trace::{self, request_trace};
-use crate::domain::{DomainError, Principal, TaskSupport, Tool};
+use crate::domain::{Principal, TaskSupport, Tool};
 
 /// Notifications a handler may queue for one request.
 const OUTBOUND: usize = 64;
@@ -146,7 +146,7 @@ async fn get(
     let token = gate::bearer_token(headers);
     let principal = match s.app.identity().bearer_principal(token).await {
         Ok(p) => p,
-        Err(e) => return unauthorized(s, token.is_some(), &e, None, None, parent),
+        Err(e) => return unauthorized::refuse(s, token.is_some(), &e, None, None, parent),
     };
     if let Err(refused) = sessions::open(s, headers, &principal).await {
         return refused;
@@ -194,7 +194,7 @@ async fn post(
                 Some(Err(e)) => (e.id.as_ref(), None),
                 _ => (None, None),
             };
-            return unauthorized(s, token.is_some(), &e, id, req, parent);
+            return unauthorized::refuse(s, token.is_some(), &e, id, req, parent);
         }
     };
     // A session the request names must be open, this principal's, and not ended.
@@ -255,44 +255,6 @@ async fn post(
             *resp.status_mut() = StatusCode::ACCEPTED;
             resp
         }
-    }
-}
-
-/// 401 with the RFC 9728 challenge and the envelope of why. A refused `tools/call` still
-/// gets its span (tenant `unknown`, outcome `authz_denied`).
-fn unauthorized(
-    s: &Shared,
-    presented: bool,
-    err: &DomainError,
-    id: Option<&RequestId>,
-    req: Option<&RpcRequest>,
-    parent: Option<telemetry::Parent>,
-) -> Response {
-    let call = req.and_then(|r| match &r.method {
-        Method::ToolsCall(params) => {
-            let call = CallSpan::start(parent.as_ref(), &r.id.to_text(), "tcp");
-            if let Ok(params) = params {
-                call.tool(&params.name);
-            }
-            Some(call)
-        }
-        _ => None,
-    });
-    let trace = telemetry::request_trace_id(call.as_ref(), parent.as_ref());
-    {
-        let _in = call.as_ref().map(|c| c.span().enter());
-        s.app.identity().log_refusal(err, trace);
-    }
-    telemetry::refused(telemetry::Refusal::Auth, None);
-    let rpc = RpcError::from_domain(err, trace);
-    if let Some(call) = &call {
-        call.finish(Outcome::Failed(err.class()));
-    }
-    let resp = reply::rpc_error(StatusCode::UNAUTHORIZED, id, &rpc);
-    if presented {
-        reply::challenge(resp, &format!("{}, error=\"invalid_token\"", s.challenge))
-    } else {
-        reply::challenge(resp, &s.challenge)
     }
 }
 

@@ -31,6 +31,7 @@ mod session_id;
 mod sessions;
 mod shared;
 mod sse;
+mod unauthorized;
 mod waits;
 
 pub use limits::{Limits, Rate};

@@ -97,9 +97,8 @@ pub(super) async fn end(s: &Shared, headers: &HeaderMap) -> Response {
     {
         Ok(p) => p,
         Err(e) => {
-            let rpc = RpcError::from_domain(&e, request_trace());
-            let resp = reply::rpc_error(StatusCode::UNAUTHORIZED, None, &rpc);
-            return reply::challenge(resp, &s.challenge);
+            let presented = gate::bearer_token(headers).is_some();
+            return super::unauthorized::refuse(s, presented, &e, None, None, None);
         }
     };
     if headers.get(HEADER).is_none() {
