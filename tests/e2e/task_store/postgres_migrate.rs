@@ -163,4 +163,3 @@ async fn a_plain_owner_role_can_migrate_and_run_the_bridge_with_one_url() {
     owner.close().await.unwrap();
     drop(db);
 }
-
