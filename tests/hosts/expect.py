@@ -27,9 +27,10 @@ def checks(rec):
         if rec["transport"] == "stdio":
             # Both hosts declare elicitation: the bridge asks; headless, the host says no.
             out.append(("on stdio the bridge asks the user by elicitation", asked, str(wire and wire["server_requests"])))
-            said = "did not confirm" in text
-        else:
-            said = "needs the user's confirmation" in text and "ask the user" in text
+        # Over HTTP both hosts keep the session id, whose initialize declared elicitation,
+        # so the bridge asks there too (on the call's SSE stream); the refusal names the
+        # host's answer (declined or cancelled), which only an asked question gets.
+        said = re.search(r"did not confirm the call \((declined|cancelled|answered no)\)", text) is not None
         ok = said and trailer and trailer[1] == "authz_denied" and "_meta" not in text
         out.append(("a refused write says why and what the user can do (never _meta)", bool(ok), seen))
     elif scenario == "long_running":
