@@ -16,6 +16,8 @@ const BRIDGE: &str = env!("CARGO_BIN_EXE_cyberos-mcp-bridge");
 
 #[path = "stdio/echo.rs"]
 mod echo;
+#[path = "../tests/e2e/support/proc_status.rs"]
+mod proc_status;
 #[path = "stdio/server.rs"]
 mod server;
 

@@ -19,6 +19,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+#[path = "../tests/e2e/support/proc_status.rs"]
+mod proc_status;
+
 const BRIDGE: &str = env!("CARGO_BIN_EXE_cyberos-mcp-bridge");
 
 struct Bridge {
@@ -85,14 +88,7 @@ impl Bridge {
     }
 
     fn peak_rss_kib(&self) -> u64 {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
-            .unwrap_or_default();
-        status
-            .lines()
-            .find(|l| l.starts_with("VmHWM:"))
-            .and_then(|l| l.split_whitespace().nth(1))
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0)
+        proc_status::kib(self.child.id(), "VmHWM").unwrap_or(0)
     }
 }
 

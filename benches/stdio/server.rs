@@ -132,14 +132,7 @@ impl Server {
     }
 
     pub fn rss_kib(&self) -> u64 {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
-            .unwrap_or_default();
-        status
-            .lines()
-            .find(|l| l.starts_with("VmRSS:"))
-            .and_then(|l| l.split_whitespace().nth(1))
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0)
+        crate::proc_status::kib(self.child.id(), "VmRSS").unwrap_or(0)
     }
 
     pub fn sequential(&mut self, template: &Value, n: u64) -> Stats {

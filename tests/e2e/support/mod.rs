@@ -17,6 +17,7 @@ pub mod memory_server;
 pub mod mocks;
 pub mod module_graph;
 pub mod pg;
+pub mod proc_status;
 pub mod rust_source;
 pub mod schema;
 pub mod scrape;
@@ -93,12 +94,7 @@ pub fn script_skill(skills: &std::path::Path, name: &str, description: &str, scr
 
 /// Peak resident memory of process `pid` (`VmHWM` in /proc), in KiB.
 pub fn peak_rss_kib(pid: i32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap()
+    proc_status::kib(pid.unsigned_abs(), "VmHWM").unwrap()
 }
 
 pub fn alive(pid: i32) -> bool {
