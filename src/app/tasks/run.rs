@@ -74,10 +74,7 @@ pub(super) async fn run(
             () = stop.cancelled() => break None,
             () = &mut deadline => break Some(Err(timeout_error(&task))),
             Some(p) = rx.recv() => {
-                if p.step > last_step {
-                    last_step = p.step;
-                    report(ports, &task, &p, progress.as_ref()).await;
-                }
+                report_new(ports, &task, &p, progress.as_ref(), &mut last_step).await;
             }
         }
     };
@@ -88,10 +85,7 @@ pub(super) async fn run(
     // resumed stream replays ends with the run's last step.
     if outcome.is_some() {
         while let Ok(p) = rx.try_recv() {
-            if p.step > last_step {
-                last_step = p.step;
-                report(ports, &task, &p, progress.as_ref()).await;
-            }
+            report_new(ports, &task, &p, progress.as_ref(), &mut last_step).await;
         }
     }
     let Some(result) = outcome else {
@@ -159,6 +153,21 @@ fn workflow_output(outcome: &WorkflowOutcome) -> JsonText {
     JsonText::from_serialized(
         serde_json::to_string(&output).expect("strings and numbers serialize"),
     )
+}
+
+/// Reports `p` only if it is past `last_step` (a child may repeat or reorder steps), and
+/// moves `last_step` to it.
+async fn report_new(
+    ports: &Ports,
+    task: &Task,
+    p: &Progress,
+    target: Option<&ProgressTarget>,
+    last_step: &mut u64,
+) {
+    if p.step > *last_step {
+        *last_step = p.step;
+        report(ports, task, p, target).await;
+    }
 }
 
 async fn report(ports: &Ports, task: &Task, p: &Progress, target: Option<&ProgressTarget>) {
