@@ -10,9 +10,9 @@
 ///
 /// `PR_SET_PDEATHSIG` fires when the parent *thread* exits, not only the process, so
 /// children must be started from threads that live as long as the process. They are: the
-/// main thread of a current-thread runtime (stdio, the runner, the subcommands) or a
-/// worker of the multi-threaded HTTP runtime, which exits only at shutdown (nothing calls
-/// `block_in_place`, the one way a worker hands its place to a new thread).
+/// bridge starts CUO children on the CUO adapter's spawning thread
+/// (`adapters::cuo_process::spawner`), which lives as long as the adapter; the runner
+/// starts skill entrypoints from the main thread of its current-thread runtime.
 ///
 /// Only the child itself is covered (the setting is not inherited by its own children):
 /// what a child starts is reached through its process group (the bridge kills a run's

@@ -1,6 +1,7 @@
 //! Method dispatch and the catalogue queries: `personas.list`, `workflows.list` and
 //! `route`. Runs (`workflow.execute`, `skill.invoke`) live in their own files.
 
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use serde_json::{Map, Value, json};
@@ -24,36 +25,52 @@ const MAX_LIMIT: u64 = 10;
 /// The runner's state: the catalogue and its routing index.
 pub struct Runner {
     catalog: Catalog,
-    index: Index,
+    /// Built by the first `route`: a run's child (one workflow or skill, then exit) never
+    /// routes, and building it was most of such a child's start-up CPU.
+    index: OnceLock<Index>,
     /// Index document -> (persona index, workflow index).
     pairs: Vec<(usize, usize)>,
     pace: Duration,
 }
 
 impl Runner {
-    /// Indexes `catalog` for routing; `pace` is slept before each workflow step.
+    /// A runner of `catalog`; `pace` is slept before each workflow step.
     pub fn new(catalog: Catalog, pace: Duration) -> Runner {
-        let mut documents = Vec::new();
-        let mut pairs = Vec::new();
-        for (p, persona) in catalog.personas.iter().enumerate() {
-            for (w, workflow) in persona.workflows.iter().enumerate() {
-                documents.push(vec![
-                    (workflow.title.clone(), 1.0),
-                    (workflow.description.clone(), 1.0),
-                    (workflow.keywords.join(" "), 1.0),
-                    (persona.title.clone(), PERSONA_WEIGHT),
-                    (persona.short_name.clone(), PERSONA_WEIGHT),
-                    (persona.keywords.join(" "), PERSONA_WEIGHT),
-                ]);
-                pairs.push((p, w));
-            }
-        }
+        let pairs = catalog
+            .personas
+            .iter()
+            .enumerate()
+            .flat_map(|(p, persona)| (0..persona.workflows.len()).map(move |w| (p, w)))
+            .collect();
         Runner {
-            index: Index::build(&documents),
+            index: OnceLock::new(),
             catalog,
             pairs,
             pace,
         }
+    }
+
+    /// The routing index: one document per (persona, workflow), in `pairs` order.
+    fn index(&self) -> &Index {
+        self.index.get_or_init(|| {
+            let documents: Vec<_> = self
+                .pairs
+                .iter()
+                .map(|&(p, w)| {
+                    let persona = &self.catalog.personas[p];
+                    let workflow = &persona.workflows[w];
+                    vec![
+                        (workflow.title.clone(), 1.0),
+                        (workflow.description.clone(), 1.0),
+                        (workflow.keywords.join(" "), 1.0),
+                        (persona.title.clone(), PERSONA_WEIGHT),
+                        (persona.short_name.clone(), PERSONA_WEIGHT),
+                        (persona.keywords.join(" "), PERSONA_WEIGHT),
+                    ]
+                })
+                .collect();
+            Index::build(&documents)
+        })
     }
 
     /// Answers one request. Progress notifications go to `out` while it runs; `eof`
@@ -176,7 +193,7 @@ impl Runner {
     /// Documents with a positive score, best first; ties keep catalogue order.
     fn rank(&self, query: &str) -> Vec<(usize, f64)> {
         let mut ranked: Vec<(usize, f64)> = self
-            .index
+            .index()
             .scores(query)
             .into_iter()
             .enumerate()

@@ -14,6 +14,7 @@ use tokio::process::Command;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
+use super::spawner::Spawner;
 use crate::lines::{Line, LineReader};
 
 /// The longest CUO stderr line logged whole.
@@ -111,14 +112,15 @@ impl Drop for PendingGuard<'_> {
 
 impl ChildCommand {
     /// Starts a child; `notifications` receives what it sends besides responses.
-    pub(super) fn spawn(
+    pub(super) async fn spawn(
         &self,
+        spawner: &Spawner,
         notifications: Option<mpsc::UnboundedSender<Value>>,
     ) -> Result<Arc<Conn>, CallError> {
         let mut command = Command::new(&self.program);
         // Killed by the kernel if the bridge dies without cleaning up (`kill -9`).
         crate::children::die_with_parent(&mut command);
-        let mut child = command
+        command
             .args(&self.args)
             .env_clear()
             .envs(self.env.iter().cloned())
@@ -127,9 +129,8 @@ impl ChildCommand {
             .stderr(std::process::Stdio::piped())
             .kill_on_drop(true)
             // Its own process group, so a kill reaches everything it started.
-            .process_group(0)
-            .spawn()
-            .map_err(CallError::Spawn)?;
+            .process_group(0);
+        let mut child = spawner.spawn(command).await.map_err(CallError::Spawn)?;
         let pgid = child
             .id()
             .and_then(|id| i32::try_from(id).ok())

@@ -11,9 +11,10 @@
 //! `docs/cuo-protocol.md`; this module the port on top of them.
 
 mod connection;
+mod spawner;
 mod wire;
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -23,6 +24,7 @@ use crate::domain::cuo::{Persona, Route, Workflow, WorkflowOutcome};
 use crate::domain::{CallCtx, DomainError, JsonText, TenantId, Timestamp, TraceId, Upstream};
 use crate::ports::{CuoRunner, ProgressSink, SkillRun, WorkflowRun};
 use connection::{CallError, ChildCommand, Conn, KillOnDrop};
+use spawner::Spawner;
 use wire::{ctx_json, progress_of};
 
 pub use connection::MAX_CHILD_LINE;
@@ -44,8 +46,10 @@ pub struct CuoSettings {
 /// The CUO orchestrator as child processes.
 pub struct ProcessCuoRunner {
     command: ChildCommand,
+    spawner: Spawner,
     call_timeout: Duration,
-    shared: Mutex<Option<Arc<Conn>>>,
+    /// Held while a replacement starts, so concurrent calls share it.
+    shared: tokio::sync::Mutex<Option<Arc<Conn>>>,
 }
 
 impl ProcessCuoRunner {
@@ -70,26 +74,30 @@ impl ProcessCuoRunner {
                 args: words.collect(),
                 env,
             },
+            spawner: Spawner::default(),
             call_timeout: settings.call_timeout,
-            shared: Mutex::new(None),
+            shared: tokio::sync::Mutex::new(None),
         }
     }
 
-    fn shared_conn(&self) -> Result<Arc<Conn>, CallError> {
-        let mut slot = self.shared.lock().unwrap_or_else(|e| e.into_inner());
+    async fn shared_conn(&self) -> Result<Arc<Conn>, CallError> {
+        let mut slot = self.shared.lock().await;
         if let Some(conn) = slot.as_ref()
             && !conn.closed.is_cancelled()
         {
             return Ok(Arc::clone(conn));
         }
-        let conn = self.command.spawn(None)?;
+        let conn = self.command.spawn(&self.spawner, None).await?;
         *slot = Some(Arc::clone(&conn));
         Ok(conn)
     }
 
     /// A short call on the shared child.
     async fn short_call(&self, method: &str, params: Value) -> Result<Value, DomainError> {
-        let conn = self.shared_conn().map_err(|e| short_error(e, method))?;
+        let conn = self
+            .shared_conn()
+            .await
+            .map_err(|e| short_error(e, method))?;
         match conn.request(method, params, self.call_timeout).await {
             Ok(v) => Ok(v),
             Err(CallError::Timeout) => {
@@ -117,7 +125,8 @@ impl ProcessCuoRunner {
         let (events, mut incoming) = mpsc::unbounded_channel();
         let conn = self
             .command
-            .spawn(Some(events))
+            .spawn(&self.spawner, Some(events))
+            .await
             .map_err(|e| short_error(e, method))?;
         let _kill = KillOnDrop(Arc::clone(&conn));
         let now = chrono::Utc::now().timestamp_millis();
