@@ -92,6 +92,15 @@ pub const MAX_STORED_OUTPUT_BYTES: usize = 1024 * 1024;
 /// Most entries of one task's progress log kept (the newest): what a resumed stream can
 /// replay. A client further behind than this misses the oldest steps, not the result.
 pub const PROGRESS_LOG_MAX: u32 = 256;
+
+/// Whether appending step `seq` can take a task's progress log past
+/// [`PROGRESS_LOG_MAX`] entries, so the store must trim it. Steps are recorded only when
+/// they pass the last one, so a log whose newest step is below the cap holds at most the
+/// distinct steps 0..seq: no more than the cap.
+#[must_use]
+pub fn progress_log_needs_trim(seq: u64) -> bool {
+    seq >= u64::from(PROGRESS_LOG_MAX)
+}
 /// Default most tasks (any status, until their retention ends) one tenant may have stored.
 pub const DEFAULT_MAX_STORED_PER_TENANT: u32 = 1000;
 /// A task that failed within this long of its creation failed at once (a refused start,
@@ -290,5 +299,15 @@ mod tests {
             assert_eq!(TaskStatus::parse(st.as_str()), Some(st));
         }
         assert_eq!(TaskStatus::parse("working"), None);
+    }
+
+    #[test]
+    fn a_progress_log_is_trimmed_only_once_its_steps_can_pass_the_cap() {
+        // Up to step 255 a log holds at most the 256 steps 0..=255: nothing to trim.
+        assert!(!progress_log_needs_trim(0));
+        assert!(!progress_log_needs_trim(u64::from(PROGRESS_LOG_MAX) - 1));
+        // Step 256 may be the 257th entry (0..=256).
+        assert!(progress_log_needs_trim(u64::from(PROGRESS_LOG_MAX)));
+        assert!(progress_log_needs_trim(u64::MAX));
     }
 }

@@ -5,7 +5,7 @@
 use super::nul_bytes::storable_text;
 use super::{PgStore, down, timed, ts};
 use crate::adapters::task_rows::{ProgressRow, progress_entries, stored_int};
-use crate::domain::task::PROGRESS_LOG_MAX;
+use crate::domain::task::{PROGRESS_LOG_MAX, progress_log_needs_trim};
 use crate::domain::{DomainError, TaskId, TenantId, Timestamp};
 use crate::ports::ProgressEntry;
 
@@ -32,12 +32,15 @@ pub(super) async fn append(
     .bind(now.unix_millis())
     .execute(&mut *tx)
     .await?;
+    if !progress_log_needs_trim(entry.seq) {
+        return Ok(());
+    }
     sqlx::query(
         "DELETE FROM plugin_host.task_progress
-          WHERE tenant_id = $1::uuid AND task_id = $2
-            AND seq < (SELECT seq FROM plugin_host.task_progress
-                        WHERE tenant_id = $1::uuid AND task_id = $2
-                        ORDER BY seq DESC OFFSET $3 LIMIT 1)",
+              WHERE tenant_id = $1::uuid AND task_id = $2
+                AND seq < (SELECT seq FROM plugin_host.task_progress
+                            WHERE tenant_id = $1::uuid AND task_id = $2
+                            ORDER BY seq DESC OFFSET $3 LIMIT 1)",
     )
     .bind(tenant.to_string())
     .bind(id.to_string())

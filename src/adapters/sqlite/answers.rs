@@ -37,7 +37,7 @@ impl ClientAnswers for SqliteStore {
         // Rows whose waiter died with its process go once they expire.
         sqlx::query("DELETE FROM client_answers WHERE expires_at < ?")
             .bind(now)
-            .execute(&self.pool)
+            .execute(self.writer.now())
             .await
             .map_err(down)?;
         // The count and the insert are one statement, so concurrent opens cannot pass the cap.
@@ -53,7 +53,7 @@ impl ClientAnswers for SqliteStore {
         .bind(now.saturating_add(millis(open_for)))
         .bind(now)
         .bind(i64::from(MAX_OPEN_QUESTIONS))
-        .execute(&self.pool)
+        .execute(self.writer.now())
         .await
         .map_err(down)?;
         Ok(inserted.rows_affected() == 1)
@@ -77,7 +77,7 @@ impl ClientAnswers for SqliteStore {
         .bind(&key.session)
         .bind(&key.request)
         .bind(now_ms())
-        .execute(&self.pool)
+        .execute(self.writer.now())
         .await
         .map_err(down)?;
         Ok(updated.rows_affected() == 1)
@@ -100,7 +100,7 @@ impl ClientAnswers for SqliteStore {
             .bind(tenant.to_string())
             .bind(&key.session)
             .bind(&key.request)
-            .fetch_optional(&self.pool)
+            .fetch_optional(&self.reader)
             .await
             .map_err(down)?;
             if answered.is_some() || tokio::time::Instant::now() >= deadline {
@@ -125,7 +125,7 @@ impl SqliteStore {
         .bind(tenant.to_string())
         .bind(&key.session)
         .bind(&key.request)
-        .fetch_optional(&self.pool)
+        .fetch_optional(self.writer.now())
         .await
         .map_err(down)?;
         Ok(row.and_then(|(answer, is_error)| answer_rows::from_columns(answer, is_error)))

@@ -87,14 +87,14 @@ impl MemoryClient for SqliteStore {
         .bind(now)
         .bind(ctx.trace_id.to_string())
         .bind(key)
-        .execute(&self.pool)
+        .execute(self.writer.now())
         .await
         .map_err(down)?;
         // The stored row answers both a first append and a retry with the same key.
         let row = sqlx::query("SELECT audit_id, recorded_at FROM audit_entries WHERE tenant_id = ? AND idempotency_key = ?")
             .bind(&tenant)
             .bind(key)
-            .fetch_one(&self.pool)
+            .fetch_one(&self.reader)
             .await
             .map_err(down)?;
         Ok(AuditReceipt {
@@ -111,7 +111,7 @@ impl MemoryClient for SqliteStore {
         ))
         .bind(ctx.tenant.to_string())
         .bind(audit_id)
-        .fetch_optional(&self.pool)
+        .fetch_optional(&self.reader)
         .await
         .map_err(down)?;
         entry_of(&row.ok_or_else(not_found)?)
@@ -137,7 +137,7 @@ impl MemoryClient for SqliteStore {
         .bind(q.since.map(Timestamp::unix_millis))
         .bind(q.since.map(Timestamp::unix_millis))
         .bind(limit + 1)
-        .fetch_all(&self.pool)
+        .fetch_all(&self.reader)
         .await
         .map_err(down)?;
         let more = rows.len() as i64 > limit;
@@ -154,7 +154,7 @@ impl MemoryClient for SqliteStore {
 
     async fn check(&self) -> Result<(), DomainError> {
         sqlx::query("SELECT 1")
-            .execute(&self.pool)
+            .execute(&self.reader)
             .await
             .map(|_| ())
             .map_err(down)

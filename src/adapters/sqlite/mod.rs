@@ -9,6 +9,7 @@ mod audit;
 mod private;
 mod progress;
 mod tasks;
+mod writer;
 
 use std::path::Path;
 use std::str::FromStr;
@@ -20,6 +21,7 @@ use sqlx::sqlite::{
 
 use crate::domain::{DomainError, TenantId, Timestamp, Upstream};
 use crate::ports::ConfirmationLedger;
+use writer::Writer;
 
 /// Migrations in order; the index + 1 is the schema version.
 const MIGRATIONS: [&str; 5] = [
@@ -30,10 +32,12 @@ const MIGRATIONS: [&str; 5] = [
     include_str!("../../../migrations/sqlite/0005_task_progress.sql"),
 ];
 
-/// The embedded SQLite store.
+/// The embedded SQLite store: writes through one connection (`writer`), reads on a pool
+/// of their own, which in WAL mode never waits for the writer.
 #[derive(Clone)]
 pub struct SqliteStore {
-    pool: SqlitePool,
+    reader: SqlitePool,
+    writer: Writer,
 }
 
 /// The store could not be opened or migrated.
@@ -73,14 +77,19 @@ impl SqliteStore {
             // Other bridge processes may hold the write lock for a moment.
             .busy_timeout(Duration::from_secs(5))
             .foreign_keys(true);
-        let pool = SqlitePoolOptions::new()
+        // The writer first: it creates the file and switches it to WAL.
+        let writer = Writer::open(options.clone())
+            .await
+            .map_err(OpenStoreError)?;
+        migrate(writer.now()).await.map_err(OpenStoreError)?;
+        let reader = SqlitePoolOptions::new()
             .max_connections(4)
             .acquire_timeout(Duration::from_secs(5))
             .connect_with(options)
             .await
             .map_err(OpenStoreError)?;
-        migrate(&pool).await.map_err(OpenStoreError)?;
-        Ok(SqliteStore { pool })
+        writer.checkpoint_with(reader.clone());
+        Ok(SqliteStore { reader, writer })
     }
 }
 
@@ -137,14 +146,14 @@ impl ConfirmationLedger for SqliteStore {
         // Expired ids can no longer be replayed (their tokens fail verification), so they go.
         sqlx::query("DELETE FROM used_confirmations WHERE expires_at < ?")
             .bind(now)
-            .execute(&self.pool)
+            .execute(self.writer.now())
             .await
             .map_err(unavailable)?;
         let inserted = sqlx::query("INSERT INTO used_confirmations (tenant_id, jti, expires_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING")
             .bind(tenant.to_string())
             .bind(jti)
             .bind(expires_at.unix_millis())
-            .execute(&self.pool)
+            .execute(self.writer.now())
             .await
             .map_err(unavailable)?;
         Ok(inserted.rows_affected() == 1)
@@ -158,7 +167,7 @@ impl ConfirmationLedger for SqliteStore {
         .bind(tenant.to_string())
         .bind(jti)
         .bind(now)
-        .fetch_optional(&self.pool)
+        .fetch_optional(&self.reader)
         .await
         .map_err(|e| DomainError::unavailable(Upstream::TaskStore, Some(e.into())))?;
         Ok(found.is_some())

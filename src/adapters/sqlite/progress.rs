@@ -4,7 +4,7 @@
 
 use super::SqliteStore;
 use crate::adapters::task_rows::{ProgressRow, progress_entries, stored_int};
-use crate::domain::task::PROGRESS_LOG_MAX;
+use crate::domain::task::{PROGRESS_LOG_MAX, progress_log_needs_trim};
 use crate::domain::{DomainError, TaskId, TenantId, Timestamp, Upstream};
 use crate::ports::ProgressEntry;
 
@@ -12,39 +12,61 @@ fn down(e: sqlx::Error) -> DomainError {
     DomainError::unavailable(Upstream::TaskStore, Some(e.into()))
 }
 
-/// Appends `entry` to the log of a task (inside the caller's transaction) and keeps only
-/// the newest [`PROGRESS_LOG_MAX`] entries.
-pub(super) async fn append(
-    tx: &mut sqlx::SqliteConnection,
+/// Records `entry` as the latest message of a running task and appends it to the task's
+/// log, in one transaction sent as one batch: the write connection is held for the
+/// transaction, not across the waits of this task between statements (on a busy runtime
+/// those were the tail of everyone queued behind it). Then keeps only the newest
+/// [`PROGRESS_LOG_MAX`] entries. Returns whether the task was running here.
+pub(super) async fn record(
+    conn: &mut sqlx::SqliteConnection,
     tenant: &TenantId,
     id: TaskId,
     entry: &ProgressEntry,
     now: Timestamp,
-) -> Result<(), sqlx::Error> {
-    sqlx::query(
-        "INSERT INTO task_progress (task_id, tenant_id, seq, total, message, created_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT (task_id, seq) DO NOTHING",
+) -> Result<bool, sqlx::Error> {
+    // `changes()` is the UPDATE's row count: the log grows only for a running task.
+    let done = sqlx::query(
+        "BEGIN IMMEDIATE;
+         UPDATE tasks SET status_message = ?1, updated_at = ?2
+          WHERE tenant_id = ?3 AND task_id = ?4 AND status = 'running';
+         INSERT INTO task_progress (task_id, tenant_id, seq, total, message, created_at)
+         SELECT ?4, ?3, ?5, ?6, ?1, ?2 WHERE changes() = 1
+             ON CONFLICT (task_id, seq) DO NOTHING;
+         COMMIT;",
     )
-    .bind(id.to_string())
-    .bind(tenant.to_string())
-    .bind(stored_int(entry.seq))
-    .bind(entry.total.map(stored_int))
     .bind(&entry.message)
     .bind(now.unix_millis())
-    .execute(&mut *tx)
-    .await?;
-    sqlx::query(
-        "DELETE FROM task_progress
-          WHERE tenant_id = ?1 AND task_id = ?2
-            AND seq < (SELECT seq FROM task_progress WHERE tenant_id = ?1 AND task_id = ?2
-                        ORDER BY seq DESC LIMIT 1 OFFSET ?3)",
-    )
     .bind(tenant.to_string())
     .bind(id.to_string())
-    .bind(i64::from(PROGRESS_LOG_MAX) - 1)
-    .execute(&mut *tx)
-    .await?;
-    Ok(())
+    .bind(stored_int(entry.seq))
+    .bind(entry.total.map(stored_int))
+    .execute(&mut *conn)
+    .await;
+    let done = match done {
+        Ok(done) => done,
+        Err(e) => {
+            // A statement after BEGIN failed: leave no transaction open on the connection.
+            let _ = sqlx::query("ROLLBACK").execute(&mut *conn).await;
+            return Err(e);
+        }
+    };
+    if done.rows_affected() == 0 {
+        return Ok(false);
+    }
+    if progress_log_needs_trim(entry.seq) {
+        sqlx::query(
+            "DELETE FROM task_progress
+              WHERE tenant_id = ?1 AND task_id = ?2
+                AND seq < (SELECT seq FROM task_progress WHERE tenant_id = ?1 AND task_id = ?2
+                            ORDER BY seq DESC LIMIT 1 OFFSET ?3)",
+        )
+        .bind(tenant.to_string())
+        .bind(id.to_string())
+        .bind(i64::from(PROGRESS_LOG_MAX) - 1)
+        .execute(&mut *conn)
+        .await?;
+    }
+    Ok(true)
 }
 
 impl SqliteStore {
@@ -64,7 +86,7 @@ impl SqliteStore {
         .bind(id.to_string())
         .bind(stored_int(after))
         .bind(i64::from(limit))
-        .fetch_all(&self.pool)
+        .fetch_all(&self.reader)
         .await
         .map_err(down)?;
         Ok(progress_entries(rows))

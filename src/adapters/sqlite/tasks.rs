@@ -59,7 +59,7 @@ impl TaskStore for SqliteStore {
         .bind(&new.owner)
         .bind(new.lease_until.unix_millis())
         .bind(new.max_stored)
-        .execute(&self.pool)
+        .execute(self.writer.now())
         .await
         .map_err(down)?;
         if done.rows_affected() == 1 {
@@ -67,7 +67,7 @@ impl TaskStore for SqliteStore {
         }
         let stored: i64 = sqlx::query_scalar("SELECT count(*) FROM tasks WHERE tenant_id = ?")
             .bind(t.tenant.to_string())
-            .fetch_one(&self.pool)
+            .fetch_one(&self.reader)
             .await
             .map_err(down)?;
         if stored >= i64::from(new.max_stored) {
@@ -84,7 +84,7 @@ impl TaskStore for SqliteStore {
         ))
         .bind(tenant.to_string())
         .bind(id.to_string())
-        .fetch_optional(&self.pool)
+        .fetch_optional(&self.reader)
         .await
         .map_err(down)?;
         task_of(&row.ok_or_else(DomainError::task_not_found)?)
@@ -117,7 +117,7 @@ impl TaskStore for SqliteStore {
         .bind(&before_id)
         .bind(&before_id)
         .bind(limit + 1)
-        .fetch_all(&self.pool)
+        .fetch_all(&self.reader)
         .await
         .map_err(down)?;
         let mut tasks = rows.iter().map(task_of).collect::<Result<Vec<_>, _>>()?;
@@ -141,6 +141,7 @@ impl TaskStore for SqliteStore {
         // Whether the outcome may be written at all; the conditional update decides races:
         // SQLite runs one writer at a time, so only one update finds the row running.
         let status = finished_status(outcome)?;
+        let turn = self.writer.later().await;
         let done = sqlx::query(
             "UPDATE tasks SET status = ?, output = ?, error = ?, updated_at = ?, completed_at = ?,
                               status_message = COALESCE(?, status_message)
@@ -154,9 +155,10 @@ impl TaskStore for SqliteStore {
         .bind(outcome.failure.as_ref().map(|f| f.hint.clone()))
         .bind(tenant.to_string())
         .bind(id.to_string())
-        .execute(&self.pool)
+        .execute(turn.pool)
         .await
         .map_err(down)?;
+        drop(turn);
         Ok(Finished {
             task: self.get(tenant, id).await?,
             changed: done.rows_affected() == 1,
@@ -170,24 +172,14 @@ impl TaskStore for SqliteStore {
         entry: &ProgressEntry,
         now: Timestamp,
     ) -> Result<(), DomainError> {
-        let mut tx = self.pool.begin().await.map_err(down)?;
-        let updated = sqlx::query(
-            "UPDATE tasks SET status_message = ?, updated_at = ? WHERE tenant_id = ? AND task_id = ? AND status = 'running'",
-        )
-        .bind(&entry.message)
-        .bind(now.unix_millis())
-        .bind(tenant.to_string())
-        .bind(id.to_string())
-        .execute(&mut *tx)
-        .await
-        .map_err(down)?;
-        if updated.rows_affected() == 1 {
-            progress::append(&mut tx, tenant, id, entry, now)
-                .await
-                .map_err(down)?;
-        }
-        tx.commit().await.map_err(down)?;
-        if updated.rows_affected() == 0 {
+        let turn = self.writer.later().await;
+        let mut conn = turn.pool.acquire().await.map_err(down)?;
+        let running = progress::record(&mut conn, tenant, id, entry, now)
+            .await
+            .map_err(down)?;
+        drop(conn);
+        drop(turn);
+        if !running {
             // Missing or foreign: "task not found"; merely finished: nothing to record.
             self.get(tenant, id).await?;
         }
@@ -220,7 +212,7 @@ impl TaskStore for SqliteStore {
         .bind(until.unix_millis())
         .bind(owner)
         .bind(id_list(ids))
-        .execute(&self.pool)
+        .execute(self.writer.later().await.pool)
         .await
         .map_err(down)?;
         Ok(())
@@ -236,7 +228,7 @@ impl TaskStore for SqliteStore {
         )
         .bind(owner)
         .bind(id_list(ids))
-        .fetch_all(&self.pool)
+        .fetch_all(&self.reader)
         .await
         .map_err(down)?;
         Ok(rows
@@ -248,6 +240,7 @@ impl TaskStore for SqliteStore {
 
     async fn sweep(&self, now: Timestamp) -> Result<SweepReport, DomainError> {
         let now_ms = now.unix_millis();
+        let turn = self.writer.later().await;
         let lost = orphaned();
         let orphaned = sqlx::query(
             "UPDATE tasks SET status = 'failed', error = ?, status_message = ?, updated_at = ?, completed_at = ?
@@ -258,7 +251,7 @@ impl TaskStore for SqliteStore {
         .bind(now_ms)
         .bind(now_ms)
         .bind(now_ms)
-        .execute(&self.pool)
+        .execute(turn.pool)
         .await
         .map_err(down)?
         .rows_affected();
@@ -272,7 +265,7 @@ impl TaskStore for SqliteStore {
         .bind(now_ms)
         .bind(now_ms)
         .bind(now_ms - OVERDUE_GRACE_MS)
-        .execute(&self.pool)
+        .execute(turn.pool)
         .await
         .map_err(down)?
         .rows_affected();
@@ -284,7 +277,7 @@ impl TaskStore for SqliteStore {
         .bind(now_ms)
         .bind(QUICK_FAILURE_MS)
         .bind(QUICK_FAILURE_RETENTION_MS)
-        .execute(&self.pool)
+        .execute(turn.pool)
         .await
         .map_err(down)?
         .rows_affected();
@@ -297,7 +290,7 @@ impl TaskStore for SqliteStore {
 
     async fn check(&self) -> Result<(), DomainError> {
         sqlx::query("SELECT 1 FROM tasks LIMIT 1")
-            .execute(&self.pool)
+            .execute(&self.reader)
             .await
             .map(|_| ())
             .map_err(down)
