@@ -12,6 +12,11 @@
 //!
 //! Run: `cargo bench --bench tasks` (`-- --quick` for a short run, `-- --cap 32` to see the
 //! cap at work). Bounded: a fixed number of tasks, loopback only, a 120 s cap on waiting.
+//!
+//! `-- --pin` (needs 2+ CPUs and `taskset`) keeps this process and the bridge on CPU 0 and
+//! the CUO children on the others: the bridge's own latency, apart from the children's
+//! start-up (hundreds of processes exec'd within a second), which on a machine this small
+//! otherwise holds the bridge's threads off a CPU for milliseconds at a time.
 
 use std::io::{BufRead, BufReader, BufWriter, Write};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
@@ -250,20 +255,44 @@ fn main() {
     let args: Vec<String> = std::env::args().collect();
     let quick = args.iter().any(|a| a == "--quick");
     let (handles, concurrent) = if quick { (50, 40) } else { (300, 200) };
+    let children = if args.iter().any(|a| a == "--pin") {
+        pin()
+    } else {
+        Vec::new()
+    };
     let cap = args
         .iter()
         .position(|a| a == "--cap")
         .and_then(|i| args.get(i + 1))
         .map(|n| n.parse::<usize>().expect("--cap takes a positive number"))
         .unwrap_or(concurrent);
-    run("sqlite", &[], handles, concurrent, cap);
+    run("sqlite", &children, handles, concurrent, cap);
     if let Ok(url) = std::env::var("BENCH_DATABASE_URL") {
-        run(
-            "postgres",
-            &["--database-url".into(), url],
-            handles,
-            concurrent,
-            cap,
-        );
+        let mut store = vec!["--database-url".into(), url];
+        store.extend(children);
+        run("postgres", &store, handles, concurrent, cap);
     }
+}
+
+/// Moves this process (and so the bridge it starts) to CPU 0; returns the bridge options
+/// that start CUO children on the other CPUs.
+fn pin() -> Vec<String> {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    assert!(
+        cpus >= 2,
+        "--pin needs at least 2 CPUs, this machine has {cpus}"
+    );
+    let me = std::process::id().to_string();
+    let status = Command::new("taskset")
+        .args(["-pc", "0", &me])
+        .stdout(Stdio::null())
+        .status()
+        .expect("--pin needs taskset (util-linux)");
+    assert!(status.success(), "taskset could not pin this process");
+    println!(
+        "pinned: this process and the bridge on CPU 0, CUO children on CPUs 1-{}",
+        cpus - 1
+    );
+    let command = format!("taskset -c 1-{} {BRIDGE} cuo-runner", cpus - 1);
+    vec!["--cuo-command".into(), command]
 }
