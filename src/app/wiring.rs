@@ -6,7 +6,7 @@ use std::sync::Arc;
 mod telemetry;
 pub use telemetry::{flush_telemetry, metrics, scrape, span_export};
 
-use crate::adapters::cuo_process::{CuoSettings, ProcessCuoRunner};
+use crate::adapters::cuo_process::{CuoSettings, ProcessCuoRunner, starting_children};
 use crate::adapters::dev_key::{DEV_ISSUER, DevKey};
 use crate::adapters::jwt::{Issuer, JwtVerifier, VerifyingKey};
 use crate::adapters::memory_http::HttpMemoryClient;
@@ -28,6 +28,7 @@ pub async fn ports(config: &Config) -> Result<Ports, ConfigError> {
         command: config.cuo_command.clone(),
         pass_env: config.cuo_env.clone(),
         call_timeout: config.cuo_timeout,
+        starting: starting_children(),
     });
     let store = open_store(config).await;
     if let Err(why) = &store {

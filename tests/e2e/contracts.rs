@@ -85,6 +85,7 @@ async fn the_process_adapter_over_the_bundled_runner_satisfies_the_cuo_contract(
         command: vec![binary().to_owned(), "cuo-runner".into()],
         pass_env: Vec::new(),
         call_timeout: std::time::Duration::from_secs(10),
+        starting: 1,
     });
     cuo_contract(&cuo).await;
 }

@@ -4,6 +4,7 @@ mod cli;
 mod contracts;
 mod cuo;
 mod cuo_runner;
+mod cuo_start;
 mod data_dir;
 mod deploy;
 mod dispatch;

@@ -4,8 +4,9 @@
 //! Short calls share one long-lived child, multiplexed by request id; when it dies,
 //! wedges past the call timeout or writes garbage, the call fails `upstream_unavailable`
 //! and the next call spawns a fresh child. Each workflow or skill run gets a child of its
-//! own, killed with its whole process group when the run ends or is dropped. Children get
-//! a scrubbed environment and never see the client's token.
+//! own, killed with its whole process group when the run ends or is dropped; run children
+//! start a few at a time (`CuoSettings::starting`). Children get a scrubbed environment
+//! and never see the client's token.
 //!
 //! `connection` is one child and its JSON-RPC connection; `wire` the message types of
 //! `docs/cuo-protocol.md`; this module the port on top of them.
@@ -29,6 +30,10 @@ use wire::{ctx_json, progress_of};
 
 pub use connection::MAX_CHILD_LINE;
 
+/// The longest a run child counts as starting when it writes nothing sooner: a slow
+/// starter delays the next by this much at most.
+const STARTING_FOR: Duration = Duration::from_millis(20);
+
 /// Variables a child inherits from the bridge, besides `LC_*` and `--cuo-env` names.
 const INHERITED_ENV: [&str; 5] = ["PATH", "HOME", "LANG", "TZ", "TMPDIR"];
 
@@ -41,6 +46,15 @@ pub struct CuoSettings {
     pub pass_env: Vec<String>,
     /// Timeout of a short call.
     pub call_timeout: Duration,
+    /// How many run children may be starting at once ([`starting_children`]).
+    pub starting: usize,
+}
+
+/// How many run children may be starting at once on this machine: one per CPU but one,
+/// which is left to the bridge itself (at least one).
+pub fn starting_children() -> usize {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    cpus.saturating_sub(1).max(1)
 }
 
 /// The CUO orchestrator as child processes.
@@ -50,6 +64,8 @@ pub struct ProcessCuoRunner {
     call_timeout: Duration,
     /// Held while a replacement starts, so concurrent calls share it.
     shared: tokio::sync::Mutex<Option<Arc<Conn>>>,
+    /// Run children starting now, at most `CuoSettings::starting` (`run`).
+    starting: tokio::sync::Semaphore,
 }
 
 impl ProcessCuoRunner {
@@ -77,6 +93,7 @@ impl ProcessCuoRunner {
             spawner: Spawner::default(),
             call_timeout: settings.call_timeout,
             shared: tokio::sync::Mutex::new(None),
+            starting: tokio::sync::Semaphore::new(settings.starting.max(1)),
         }
     }
 
@@ -122,12 +139,25 @@ impl ProcessCuoRunner {
         deadline: Timestamp,
         progress: &dyn ProgressSink,
     ) -> Result<Value, DomainError> {
+        // A child's start-up (exec, loading, its first request) wants a CPU; hundreds of
+        // runs started at once held the bridge's own threads off the CPUs for tens of ms
+        // at a time (the task-handle tail of `cargo bench --bench tasks`). So only a few
+        // children are starting at any moment: each until its first line, or for
+        // STARTING_FOR when it says nothing sooner.
+        let mut starting = Some(
+            self.starting
+                .acquire()
+                .await
+                .map_err(|_| short_error(CallError::Closed, method))?,
+        );
         let (events, mut incoming) = mpsc::unbounded_channel();
         let conn = self
             .command
             .spawn(&self.spawner, Some(events))
             .await
             .map_err(|e| short_error(e, method))?;
+        let started = tokio::time::sleep(STARTING_FOR);
+        tokio::pin!(started);
         let _kill = KillOnDrop(Arc::clone(&conn));
         let now = chrono::Utc::now().timestamp_millis();
         let left = Duration::from_millis(u64::try_from(deadline.unix_millis() - now).unwrap_or(0));
@@ -136,7 +166,9 @@ impl ProcessCuoRunner {
         let outcome = loop {
             tokio::select! {
                 outcome = &mut call => break outcome,
+                () = &mut started, if starting.is_some() => starting = None,
                 Some(event) = incoming.recv() => {
+                    starting = None;
                     if let Some(p) = progress_of(&event) {
                         progress.report(p);
                     }
