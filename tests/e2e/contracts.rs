@@ -6,22 +6,15 @@ use std::sync::Arc;
 
 use cyberos_mcp_bridge::adapters::cuo_process::{CuoSettings, ProcessCuoRunner};
 use cyberos_mcp_bridge::adapters::skills_fs::FsSkillIndex;
-use cyberos_mcp_bridge::domain::{CallCtx, DomainError, ErrorClass, TenantId, TraceId};
+use cyberos_mcp_bridge::domain::{CallCtx, DomainError, ErrorClass};
 use cyberos_mcp_bridge::ports::{CuoRunner, SkillIndex};
 
 use crate::support::binary::binary;
 use crate::support::fakes::{Behaviour, ScriptedCuo, StaticSkills};
-use crate::support::fixtures;
+use crate::support::{call_ctx, fixtures};
 
 fn ctx() -> CallCtx {
-    CallCtx {
-        tenant: TenantId::parse("00000000-0000-4000-8000-000000000001").unwrap(),
-        actor: "contract".into(),
-        trace_id: TraceId::from_bytes([5; 16]),
-        span_id: [6; 8],
-        sampled: true,
-        tracestate: None,
-    }
+    call_ctx("00000000-0000-4000-8000-000000000001")
 }
 
 fn class<T: std::fmt::Debug>(r: Result<T, DomainError>) -> ErrorClass {

@@ -7,24 +7,17 @@ use std::time::Duration;
 
 use cyberos_mcp_bridge::adapters::cuo_process::{CuoSettings, ProcessCuoRunner};
 use cyberos_mcp_bridge::domain::cuo::Progress;
-use cyberos_mcp_bridge::domain::{CallCtx, JsonText, TenantId, Timestamp, TraceId};
+use cyberos_mcp_bridge::domain::{JsonText, Timestamp};
 use cyberos_mcp_bridge::ports::{CuoRunner, ProgressSink, WorkflowRun};
+
+use crate::support::call_ctx;
+
+const TENANT: &str = "00000000-0000-4000-8000-000000000001";
 
 struct Ignored;
 
 impl ProgressSink for Ignored {
     fn report(&self, _: Progress) {}
-}
-
-fn ctx() -> CallCtx {
-    CallCtx {
-        tenant: TenantId::parse("00000000-0000-4000-8000-000000000001").unwrap(),
-        actor: "gate".into(),
-        trace_id: TraceId::from_bytes([7; 16]),
-        span_id: [8; 8],
-        sampled: true,
-        tracestate: None,
-    }
 }
 
 /// A progress line, as a child that has started would write it.
@@ -58,7 +51,9 @@ async fn start_times(starting: usize, runs: usize, then: &str) -> Vec<u128> {
                 deadline,
             };
             // The child never answers: the run ends at its deadline.
-            let _ = cuo.execute_workflow(&ctx(), &run, &Ignored).await;
+            let _ = cuo
+                .execute_workflow(&call_ctx(TENANT), &run, &Ignored)
+                .await;
         })
     });
     for call in calls.collect::<Vec<_>>() {
