@@ -1,10 +1,18 @@
 //! The persona catalogue: authored JSON files, either embedded at build time (`build.rs`)
-//! or read from a directory with `--catalog`. Loading validates everything a run relies
-//! on (unique ids, compilable input schemas, templates that only name input properties),
-//! so a bad catalogue stops the runner at start-up instead of failing a client later.
+//! or read from a directory with `--catalog`. Loading a directory validates everything a
+//! run relies on (unique ids, compilable input schemas, templates that only name input
+//! properties), so a bad catalogue stops the runner at start-up instead of failing a
+//! client later.
+//!
+//! The bundled catalogue cannot change after the build, and its unit tests run every one
+//! of those checks, so it is parsed on demand instead: whole for a listing or a route, only
+//! the named persona's file for a run, and each input schema compiled when first used.
+//! Every run starts a runner of its own, and parsing all 47 files and compiling their ~150
+//! schemas was nine tenths of that runner's start-up (callgrind: 19 M of 22 M instructions).
 
 use std::collections::HashSet;
 use std::path::Path;
+use std::sync::OnceLock;
 
 use serde::Deserialize;
 use serde_json::Value;
@@ -78,9 +86,29 @@ pub struct Workflow {
     pub input_schema: Value,
     /// Steps, run in order.
     pub steps: Vec<Step>,
-    /// The compiled `input_schema`; filled in by [`Catalog::from_files`].
+    /// The compiled `input_schema`, or why it does not compile: see [`Workflow::validator`].
     #[serde(skip)]
-    pub validator: Option<jsonschema::Validator>,
+    validator: OnceLock<Result<jsonschema::Validator, String>>,
+}
+
+impl Workflow {
+    /// The compiled input schema, compiled on first use.
+    ///
+    /// # Errors
+    /// The compiler's message when the schema does not compile (a loaded directory
+    /// catalogue has already been checked; the bundled one is checked by its unit test).
+    pub fn validator(&self) -> Result<&jsonschema::Validator, &str> {
+        self.validator
+            .get_or_init(|| {
+                jsonschema::options()
+                    .with_draft(jsonschema::Draft::Draft202012)
+                    .should_validate_formats(true)
+                    .build(&self.input_schema)
+                    .map_err(|e| e.to_string())
+            })
+            .as_ref()
+            .map_err(String::as_str)
+    }
 }
 
 impl std::fmt::Debug for Workflow {
@@ -108,22 +136,51 @@ pub struct Step {
 /// The validated catalogue.
 #[derive(Debug)]
 pub struct Catalog {
-    /// Personas in file-name order.
-    pub personas: Vec<Persona>,
+    /// Every persona, in file-name order: set at load for a directory, on first need for
+    /// the bundled catalogue.
+    all: OnceLock<Vec<Persona>>,
+    /// Whether this is the bundled catalogue.
+    bundled: bool,
+    /// The one bundled persona a run asked for before anything needed them all.
+    alone: OnceLock<Option<Persona>>,
 }
 
 impl Catalog {
-    /// The catalogue embedded in the binary.
-    ///
-    /// # Errors
-    /// When an embedded file is invalid (the unit tests keep this from shipping).
-    pub fn bundled() -> Result<Catalog, CatalogError> {
-        Catalog::from_files(
-            bundled::BUNDLED
+    /// The catalogue embedded in the binary; nothing is parsed until it is needed.
+    pub fn bundled() -> Catalog {
+        Catalog {
+            all: OnceLock::new(),
+            bundled: true,
+            alone: OnceLock::new(),
+        }
+    }
+
+    /// Every persona, in file-name order.
+    pub fn personas(&self) -> &[Persona] {
+        self.all.get_or_init(|| {
+            let files = bundled::BUNDLED
                 .iter()
-                .map(|(name, text)| ((*name).to_owned(), (*text).to_owned())),
-            "the bundled catalogue",
-        )
+                .map(|(name, text)| ((*name).to_owned(), (*text).to_owned()));
+            // Only the bundled catalogue gets here, and its unit tests keep a bad file
+            // from shipping; should one ship anyway, every lookup says "unknown persona".
+            parse(files, "the bundled catalogue", Schemas::OnFirstUse).unwrap_or_else(|e| {
+                tracing::error!(error = %e, "the bundled catalogue is invalid");
+                Vec::new()
+            })
+        })
+    }
+
+    /// The persona with this id. A run's runner asks for one persona and nothing else, so
+    /// the bundled catalogue parses only that persona's file (`<id>.json`, which its
+    /// unit test holds every file to) until something needs them all.
+    pub fn persona(&self, id: &str) -> Option<&Persona> {
+        if self.bundled && self.all.get().is_none() {
+            let alone = self.alone.get_or_init(|| bundled_persona(id));
+            if let Some(persona) = alone.as_ref().filter(|p| p.id == id) {
+                return Some(persona);
+            }
+        }
+        self.personas().iter().find(|p| p.id == id)
     }
 
     /// Reads every `*.json` file of `dir`, in file-name order.
@@ -167,30 +224,58 @@ impl Catalog {
         files: impl IntoIterator<Item = (String, String)>,
         origin: &str,
     ) -> Result<Catalog, CatalogError> {
-        let mut personas: Vec<Persona> = Vec::new();
-        let mut ids = HashSet::new();
-        for (file, text) in files {
-            let mut persona: Persona = serde_json::from_str(&text)
-                .map_err(|e| invalid(&file, format!("not a persona file: {e}")))?;
-            if !ids.insert(persona.id.clone()) {
-                return Err(invalid(
-                    &file,
-                    format!("duplicate persona id '{}'", persona.id),
-                ));
-            }
-            check_persona(&mut persona).map_err(|what| invalid(&file, what))?;
-            personas.push(persona);
-        }
-        if personas.is_empty() {
-            return Err(CatalogError::Empty(origin.to_owned()));
-        }
-        Ok(Catalog { personas })
+        let personas = parse(files, origin, Schemas::AtLoad)?;
+        Ok(Catalog {
+            all: OnceLock::from(personas),
+            bundled: false,
+            alone: OnceLock::new(),
+        })
     }
+}
 
-    /// The persona with this id.
-    pub fn persona(&self, id: &str) -> Option<&Persona> {
-        self.personas.iter().find(|p| p.id == id)
+/// The bundled persona `id`, parsed from its file alone; `None` when there is no such
+/// file or it does not parse (the whole catalogue's parse then says why).
+fn bundled_persona(id: &str) -> Option<Persona> {
+    let file = format!("{id}.json");
+    let (_, text) = bundled::BUNDLED.iter().find(|(name, _)| *name == file)?;
+    let persona: Persona = serde_json::from_str(text).ok()?;
+    check_persona(&persona, Schemas::OnFirstUse).ok()?;
+    Some(persona)
+}
+
+/// Parses and checks (file name, JSON text) pairs, in the order given.
+fn parse(
+    files: impl IntoIterator<Item = (String, String)>,
+    origin: &str,
+    schemas: Schemas,
+) -> Result<Vec<Persona>, CatalogError> {
+    let mut personas: Vec<Persona> = Vec::new();
+    let mut ids = HashSet::new();
+    for (file, text) in files {
+        let persona: Persona = serde_json::from_str(&text)
+            .map_err(|e| invalid(&file, format!("not a persona file: {e}")))?;
+        if !ids.insert(persona.id.clone()) {
+            return Err(invalid(
+                &file,
+                format!("duplicate persona id '{}'", persona.id),
+            ));
+        }
+        check_persona(&persona, schemas).map_err(|what| invalid(&file, what))?;
+        personas.push(persona);
     }
+    if personas.is_empty() {
+        return Err(CatalogError::Empty(origin.to_owned()));
+    }
+    Ok(personas)
+}
+
+/// When the input schemas are compiled.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Schemas {
+    /// While loading, so that a schema that does not compile refuses the catalogue.
+    AtLoad,
+    /// By the first run of the workflow.
+    OnFirstUse,
 }
 
 fn invalid(file: &str, what: String) -> CatalogError {
@@ -200,25 +285,24 @@ fn invalid(file: &str, what: String) -> CatalogError {
     }
 }
 
-/// Checks one persona and compiles its workflows' input schemas.
-fn check_persona(persona: &mut Persona) -> Result<(), String> {
+/// Checks one persona and, when asked, compiles its workflows' input schemas.
+fn check_persona(persona: &Persona, schemas: Schemas) -> Result<(), String> {
     check_id("persona", &persona.id)?;
     if persona.workflows.is_empty() {
         return Err(format!("persona '{}' has no workflows", persona.id));
     }
     let mut workflow_ids = HashSet::new();
-    for workflow in &mut persona.workflows {
+    for workflow in &persona.workflows {
         let at = format!("{}/{}", persona.id, workflow.id);
         check_id("workflow", &workflow.id)?;
         if !workflow_ids.insert(workflow.id.clone()) {
             return Err(format!("duplicate workflow id '{at}'"));
         }
-        let validator = jsonschema::options()
-            .with_draft(jsonschema::Draft::Draft202012)
-            .should_validate_formats(true)
-            .build(&workflow.input_schema)
-            .map_err(|e| format!("{at}: input_schema does not compile: {e}"))?;
-        workflow.validator = Some(validator);
+        if schemas == Schemas::AtLoad {
+            workflow
+                .validator()
+                .map_err(|e| format!("{at}: input_schema does not compile: {e}"))?;
+        }
         let properties = match workflow.input_schema.get("properties") {
             None => serde_json::Map::new(),
             Some(Value::Object(map)) => map.clone(),
@@ -298,16 +382,61 @@ mod tests {
         json!({"type": "object", "properties": {"x": {"type": "string"}}})
     }
 
+    fn bundled_files() -> Vec<(String, String)> {
+        bundled::BUNDLED
+            .iter()
+            .map(|(name, text)| ((*name).to_owned(), (*text).to_owned()))
+            .collect()
+    }
+
     #[test]
-    fn the_bundled_catalogue_loads_with_all_its_personas() {
-        let catalog = Catalog::bundled().expect("the bundled catalogue is valid");
-        assert_eq!(catalog.personas.len(), 47);
+    fn the_bundled_catalogue_passes_every_check_a_directory_gets() {
+        // Loaded as a directory would be: every id, template and schema checked.
+        let checked = Catalog::from_files(bundled_files(), "test").expect("valid");
+        let catalog = Catalog::bundled();
+        let personas = catalog.personas();
+        assert_eq!(personas.len(), 47);
+        assert_eq!(checked.personas().len(), 47);
         assert!(catalog.persona("chief-technology-officer").is_some());
-        let total: usize = catalog.personas.iter().map(|p| p.workflows.len()).sum();
+        let total: usize = personas.iter().map(|p| p.workflows.len()).sum();
         assert!(total >= 100, "{total} workflows");
-        let mut sorted: Vec<&str> = catalog.personas.iter().map(|p| p.id.as_str()).collect();
+        let mut sorted: Vec<&str> = personas.iter().map(|p| p.id.as_str()).collect();
         sorted.sort_unstable();
+        sorted.dedup();
         assert_eq!(sorted.len(), 47);
+        // Nothing is compiled until a run needs it.
+        assert!(
+            personas
+                .iter()
+                .flat_map(|p| &p.workflows)
+                .all(|w| w.validator.get().is_none())
+        );
+    }
+
+    #[test]
+    fn every_bundled_file_is_named_after_its_persona() {
+        // A run's lookup reads `<id>.json` alone; this keeps it equal to a search by id.
+        for (name, text) in bundled::BUNDLED {
+            let persona: Persona = serde_json::from_str(text).expect("parses");
+            assert_eq!(*name, format!("{}.json", persona.id));
+        }
+    }
+
+    #[test]
+    fn a_run_parses_only_the_persona_it_names() {
+        let catalog = Catalog::bundled();
+        let cto = catalog.persona("chief-technology-officer").expect("found");
+        assert_eq!(cto.id, "chief-technology-officer");
+        assert!(
+            catalog.all.get().is_none(),
+            "the whole catalogue was parsed"
+        );
+        // Another persona, or one that does not exist, falls back to the whole catalogue.
+        let cfo = catalog.persona("chief-financial-officer").expect("found");
+        assert_eq!(cfo.id, "chief-financial-officer");
+        assert!(catalog.persona("no-such-persona").is_none());
+        assert!(Catalog::bundled().persona("../etc/passwd").is_none());
+        assert_eq!(catalog.personas().len(), 47);
     }
 
     #[test]
@@ -315,7 +444,7 @@ mod tests {
         let catalog =
             Catalog::from_files(vec![persona("p", workflow(good_schema(), "{{x}}"))], "test")
                 .expect("valid");
-        assert!(catalog.personas[0].workflows[0].validator.is_some());
+        assert!(catalog.personas()[0].workflows[0].validator.get().is_some());
     }
 
     #[test]
@@ -370,7 +499,7 @@ mod tests {
         }
         std::fs::write(dir.path().join("notes.txt"), "ignored").expect("write");
         let catalog = Catalog::from_dir(dir.path()).expect("valid");
-        let ids: Vec<&str> = catalog.personas.iter().map(|p| p.id.as_str()).collect();
+        let ids: Vec<&str> = catalog.personas().iter().map(|p| p.id.as_str()).collect();
         assert_eq!(ids, ["a", "b"]);
         assert!(matches!(
             Catalog::from_dir(&dir.path().join("missing")),

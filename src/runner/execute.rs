@@ -54,9 +54,8 @@ pub async fn execute<W: AsyncWrite + Unpin>(
     let inputs = protocol::required_object(params, "inputs")?;
     let deadline = deadline(params)?;
     let validator = workflow
-        .validator
-        .as_ref()
-        .ok_or_else(|| RpcError::internal("workflow schema was not compiled"))?;
+        .validator()
+        .map_err(|_| RpcError::internal("the workflow's input schema does not compile"))?;
     check_inputs(validator, params.get("inputs").unwrap_or(&Value::Null))?;
 
     let total = workflow.steps.len();

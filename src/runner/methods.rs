@@ -27,37 +27,39 @@ pub struct Runner {
     catalog: Catalog,
     /// Built by the first `route`: a run's child (one workflow or skill, then exit) never
     /// routes, and building it was most of such a child's start-up CPU.
-    index: OnceLock<Index>,
-    /// Index document -> (persona index, workflow index).
-    pairs: Vec<(usize, usize)>,
+    index: OnceLock<Routes>,
     pace: Duration,
+}
+
+/// The routing index and, per index document, its (persona index, workflow index).
+struct Routes {
+    index: Index,
+    pairs: Vec<(usize, usize)>,
 }
 
 impl Runner {
     /// A runner of `catalog`; `pace` is slept before each workflow step.
     pub fn new(catalog: Catalog, pace: Duration) -> Runner {
-        let pairs = catalog
-            .personas
-            .iter()
-            .enumerate()
-            .flat_map(|(p, persona)| (0..persona.workflows.len()).map(move |w| (p, w)))
-            .collect();
         Runner {
             index: OnceLock::new(),
             catalog,
-            pairs,
             pace,
         }
     }
 
-    /// The routing index: one document per (persona, workflow), in `pairs` order.
-    fn index(&self) -> &Index {
+    /// The routing index: one document per (persona, workflow).
+    fn routes(&self) -> &Routes {
         self.index.get_or_init(|| {
-            let documents: Vec<_> = self
-                .pairs
+            let personas = self.catalog.personas();
+            let pairs: Vec<(usize, usize)> = personas
+                .iter()
+                .enumerate()
+                .flat_map(|(p, persona)| (0..persona.workflows.len()).map(move |w| (p, w)))
+                .collect();
+            let documents: Vec<_> = pairs
                 .iter()
                 .map(|&(p, w)| {
-                    let persona = &self.catalog.personas[p];
+                    let persona = &personas[p];
                     let workflow = &persona.workflows[w];
                     vec![
                         (workflow.title.clone(), 1.0),
@@ -69,7 +71,10 @@ impl Runner {
                     ]
                 })
                 .collect();
-            Index::build(&documents)
+            Routes {
+                index: Index::build(&documents),
+                pairs,
+            }
         })
     }
 
@@ -118,7 +123,7 @@ impl Runner {
     fn personas(&self) -> Value {
         let personas: Vec<Value> = self
             .catalog
-            .personas
+            .personas()
             .iter()
             .map(|p| {
                 let workflows: Vec<&str> = p.workflows.iter().map(|w| w.id.as_str()).collect();
@@ -133,7 +138,7 @@ impl Runner {
 
     fn workflows(&self, params: &Map<String, Value>) -> Result<Value, RpcError> {
         let personas: Vec<_> = match params.get("persona") {
-            None | Some(Value::Null) => self.catalog.personas.iter().collect(),
+            None | Some(Value::Null) => self.catalog.personas().iter().collect(),
             Some(Value::String(id)) => vec![self.catalog.persona(id).ok_or_else(|| {
                 RpcError::invalid_params(format!(
                     "unknown persona '{}'; call personas.list for valid ids",
@@ -193,7 +198,8 @@ impl Runner {
     /// Documents with a positive score, best first; ties keep catalogue order.
     fn rank(&self, query: &str) -> Vec<(usize, f64)> {
         let mut ranked: Vec<(usize, f64)> = self
-            .index()
+            .routes()
+            .index
             .scores(query)
             .into_iter()
             .enumerate()
@@ -204,8 +210,8 @@ impl Runner {
     }
 
     fn pair(&self, doc: usize) -> (&str, &str) {
-        let (p, w) = self.pairs[doc];
-        let persona = &self.catalog.personas[p];
+        let (p, w) = self.routes().pairs[doc];
+        let persona = &self.catalog.personas()[p];
         (&persona.id, &persona.workflows[w].id)
     }
 

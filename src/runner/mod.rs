@@ -52,21 +52,21 @@ pub struct RunnerOptions {
 pub async fn run(options: RunnerOptions) -> i32 {
     #[cfg(target_os = "linux")]
     orphan::die_with_parent();
-    let loaded = match &options.catalog {
-        Some(dir) => Catalog::from_dir(dir),
+    let catalog = match &options.catalog {
+        Some(dir) => match Catalog::from_dir(dir) {
+            Ok(catalog) => catalog,
+            Err(e) => {
+                eprintln!("cyberos-mcp-bridge cuo-runner: invalid catalogue: {e}");
+                return EXIT_BAD_CATALOG;
+            }
+        },
         None => Catalog::bundled(),
     };
-    let catalog = match loaded {
-        Ok(catalog) => catalog,
-        Err(e) => {
-            eprintln!("cyberos-mcp-bridge cuo-runner: invalid catalogue: {e}");
-            return EXIT_BAD_CATALOG;
-        }
-    };
-    let workflows: usize = catalog.personas.iter().map(|p| p.workflows.len()).sum();
     tracing::info!(
-        personas = catalog.personas.len(),
-        workflows,
+        catalog = options
+            .catalog
+            .as_deref()
+            .map_or_else(|| "bundled".into(), |dir| dir.display().to_string()),
         pace_ms = options.pace_ms,
         "cuo runner ready"
     );
@@ -182,7 +182,7 @@ mod tests {
 
     /// Feeds `input` to a bundled-catalogue runner and returns every frame it wrote.
     async fn session(input: &[u8], pace_ms: u64) -> (i32, Vec<Value>) {
-        let catalog = Catalog::bundled().expect("bundled catalogue");
+        let catalog = Catalog::bundled();
         let runner = Runner::new(catalog, Duration::from_millis(pace_ms));
         let (mut client, server_in) = tokio::io::duplex(1024);
         let input = input.to_vec();
