@@ -1,8 +1,9 @@
 //! Task benchmarks against the built binary: time from `tools/call` to the task handle
 //! (p50/p99), and 200 concurrent workflow tasks (completion time, peak concurrency, peak
 //! RSS, nothing lost or left running). SQLite always; Postgres too when
-//! `BENCH_DATABASE_URL` names a migrated database (`cyberos-mcp-bridge migrate
-//! --database-url …`).
+//! `BENCH_DATABASE_URL` is a URL that may create databases: each run gets a fresh one,
+//! migrated by the built binary and dropped afterwards, so runs neither see each other's
+//! tasks nor fill the per-tenant task limit.
 //!
 //! The bridge runs with a cap of its own (`--cap N`, default: the number of concurrent
 //! tasks) as both `--max-tasks-per-tenant` and `--max-cuo-children`, so the 200 tasks are
@@ -26,6 +27,9 @@ use serde_json::{Value, json};
 
 #[path = "../tests/e2e/support/proc_status.rs"]
 mod proc_status;
+#[path = "../tests/e2e/support/pg/url.rs"]
+#[allow(dead_code)]
+mod url;
 
 const BRIDGE: &str = env!("CARGO_BIN_EXE_cyberos-mcp-bridge");
 
@@ -267,11 +271,51 @@ fn main() {
         .map(|n| n.parse::<usize>().expect("--cap takes a positive number"))
         .unwrap_or(concurrent);
     run("sqlite", &children, handles, concurrent, cap);
-    if let Ok(url) = std::env::var("BENCH_DATABASE_URL") {
+    if let Ok(admin) = std::env::var("BENCH_DATABASE_URL") {
+        let name = format!("cyberos_bench_{}", std::process::id());
+        let url = fresh_database(&admin, &name);
         let mut store = vec!["--database-url".into(), url];
         store.extend(children);
         run("postgres", &store, handles, concurrent, cap);
+        admin_sql(&admin, &format!("DROP DATABASE \"{name}\" WITH (FORCE)"));
     }
+}
+
+/// Creates database `name` and migrates it with the built binary; returns its URL.
+fn fresh_database(admin: &str, name: &str) -> String {
+    admin_sql(
+        admin,
+        &format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)"),
+    );
+    admin_sql(admin, &format!("CREATE DATABASE \"{name}\""));
+    let url = url::with_database(admin, name);
+    let out = Command::new(BRIDGE)
+        .args(["migrate", "--database-url", &url])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "migrate failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    url
+}
+
+fn admin_sql(admin: &str, sql: &str) {
+    use sqlx::{AssertSqlSafe, Connection, Executor};
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let mut conn = sqlx::PgConnection::connect(admin)
+            .await
+            .expect("BENCH_DATABASE_URL accepts connections");
+        conn.execute(AssertSqlSafe(sql.to_owned()))
+            .await
+            .unwrap_or_else(|e| panic!("{sql}: {e}"));
+        let _ = conn.close().await;
+    });
 }
 
 /// Moves this process (and so the bridge it starts) to CPU 0; returns the bridge options

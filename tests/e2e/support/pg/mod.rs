@@ -26,6 +26,7 @@
 //! in `gate`.
 
 mod gate;
+mod url;
 
 use std::process::Command;
 use std::sync::OnceLock;
@@ -40,6 +41,7 @@ use cyberos_mcp_bridge::domain::TenantId;
 use crate::support::binary::binary;
 
 pub use gate::admin_url;
+pub use url::{with_database, with_user};
 
 /// The URL of the run's migrated database, as its app login role, or `None` when the
 /// Postgres tests are skipped. Created on first use, from a runtime of its own (for the
@@ -131,33 +133,6 @@ async fn create_app_role(url: &str, db: &str) -> String {
     }
     conn.close().await.unwrap();
     with_user(url, &role, &password)
-}
-
-/// `url` with its database replaced by `name` (query parameters kept).
-pub fn with_database(url: &str, name: &str) -> String {
-    let (base, query) = match url.split_once('?') {
-        Some((b, q)) => (b, format!("?{q}")),
-        None => (url, String::new()),
-    };
-    let authority = base.find("://").map_or(0, |i| i + 3);
-    let root = match base[authority..].find('/') {
-        Some(i) => &base[..authority + i],
-        None => base,
-    };
-    format!("{root}/{name}{query}")
-}
-
-/// `url` with `user:password` as its credentials.
-pub fn with_user(url: &str, user: &str, password: &str) -> String {
-    let authority = url.find("://").map_or(0, |i| i + 3);
-    let host_end = url[authority..]
-        .find(['/', '?'])
-        .map_or(url.len(), |i| authority + i);
-    let host = match url[authority..host_end].rfind('@') {
-        Some(i) => &url[authority + i + 1..],
-        None => &url[authority..],
-    };
-    format!("{}{user}:{password}@{host}", &url[..authority])
 }
 
 /// A database created for one test, with its app login role once migrated; both are
