@@ -289,15 +289,7 @@ fn fresh_database(admin: &str, name: &str) -> String {
     );
     admin_sql(admin, &format!("CREATE DATABASE \"{name}\""));
     let url = url::with_database(admin, name);
-    let out = Command::new(BRIDGE)
-        .args(["migrate", "--database-url", &url])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "migrate failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    url::migrate_with(BRIDGE, &url);
     url
 }
 

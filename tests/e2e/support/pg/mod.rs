@@ -28,7 +28,6 @@
 mod gate;
 mod url;
 
-use std::process::Command;
 use std::sync::OnceLock;
 use std::time::Duration;
 
@@ -41,7 +40,7 @@ use cyberos_mcp_bridge::domain::TenantId;
 use crate::support::binary::binary;
 
 pub use gate::admin_url;
-pub use url::{with_database, with_user};
+pub use url::{migrate_with, with_database, with_user};
 
 /// The URL of the run's migrated database, as its app login role, or `None` when the
 /// Postgres tests are skipped. Created on first use, from a runtime of its own (for the
@@ -63,15 +62,7 @@ pub fn database_url() -> Option<String> {
                 .unwrap();
             rt.block_on(create_database(&admin, &name));
             let url = with_database(&admin, &name);
-            let out = Command::new(binary())
-                .args(["migrate", "--database-url", &url])
-                .output()
-                .unwrap();
-            assert!(
-                out.status.success(),
-                "migrate failed: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
+            migrate_with(binary(), &url);
             rt.block_on(create_app_role(&url, &name))
         })
         .clone(),

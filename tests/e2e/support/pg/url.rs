@@ -1,4 +1,5 @@
-//! Postgres URLs with another database or login (also used by `benches/tasks.rs`).
+//! Postgres URLs with another database or login, and migrating a database with the built
+//! binary (also used by `benches/tasks.rs`).
 
 /// `url` with its database replaced by `name` (query parameters kept).
 pub fn with_database(url: &str, name: &str) -> String {
@@ -25,4 +26,17 @@ pub fn with_user(url: &str, user: &str, password: &str) -> String {
         None => &url[authority..],
     };
     format!("{}{user}:{password}@{host}", &url[..authority])
+}
+
+/// Applies the migrations to `url` with `binary migrate`, as an operator would.
+pub fn migrate_with(binary: &str, url: &str) {
+    let out = std::process::Command::new(binary)
+        .args(["migrate", "--database-url", url])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "migrate failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
