@@ -1,6 +1,7 @@
 //! The subcommands and the serve loop, each returning the process exit code.
 
 use std::io::Write;
+use std::sync::Arc;
 
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -8,6 +9,7 @@ use tokio_util::sync::CancellationToken;
 use crate::app::config::{Command, Config, Transport};
 use crate::app::rpc::{Request, RequestId};
 use crate::app::session::Session;
+use crate::app::tasks::SHUTDOWN_GRACE;
 use crate::app::{server, stdio, wiring};
 use crate::domain::Tool;
 
@@ -107,6 +109,15 @@ async fn serve(config: Config) -> i32 {
                 return EXIT_USAGE;
             }
         };
+        // Runs get their grace from the signal on, while the transport drains: a stream
+        // that waits for a run of this instance ends with the run's outcome.
+        let runs = tokio::spawn({
+            let (runner, stop) = (Arc::clone(app.runner()), shutdown.clone());
+            async move {
+                stop.cancelled().await;
+                runner.shutdown(SHUTDOWN_GRACE).await;
+            }
+        });
         let code =
             match crate::app::http::serve(app.clone(), &config, sessions, shutdown.clone()).await {
                 Ok(()) => EXIT_OK,
@@ -120,9 +131,7 @@ async fn serve(config: Config) -> i32 {
                 }
             };
         shutdown.cancel();
-        app.runner()
-            .shutdown(std::time::Duration::from_secs(5))
-            .await;
+        let _ = runs.await;
         return code;
     }
     let shutdown = CancellationToken::new();
@@ -142,9 +151,7 @@ async fn serve(config: Config) -> i32 {
     };
     if shutdown.is_cancelled() {
         // SIGTERM: a short grace, then running tasks are killed and failed.
-        app.runner()
-            .shutdown(std::time::Duration::from_secs(5))
-            .await;
+        app.runner().shutdown(SHUTDOWN_GRACE).await;
     } else {
         // EOF: running tasks finish (bounded by their timeouts) so a reconnecting host
         // finds their results.

@@ -353,7 +353,8 @@ async fn request(
     let outcome = if waits {
         tokio::select! {
             outcome = &mut work => outcome,
-            () = s.shutdown.cancelled() => return reply::shutting_down(&id),
+            // The call's run is this instance's: its outcome comes within the grace.
+            () = s.last_call() => return reply::shutting_down(&id),
         }
     } else {
         match tokio::time::timeout(s.limits.request_timeout, work).await {

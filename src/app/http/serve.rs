@@ -29,6 +29,7 @@ const MAX_BUF: usize = 64 * 1024;
 const MAX_CONNECTIONS: usize = 4096;
 /// How long a graceful stop waits for in-flight requests.
 const DRAIN: Duration = Duration::from_secs(10);
+const _: () = assert!(super::shared::LAST_CALL.as_millis() < DRAIN.as_millis());
 
 /// Why the transport could not serve.
 #[derive(Debug, thiserror::Error)]

@@ -10,6 +10,7 @@
 //! `<random stream name>-<n>`, which resume nothing.
 
 use std::convert::Infallible;
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::{Body, Bytes};
@@ -24,10 +25,10 @@ use super::answer::{Work, json_answer};
 use super::gate::Accept;
 use super::reply;
 use super::resumable::Resumable;
-use super::shared::Shared;
+use super::shared::{LAST_CALL, Shared};
 use super::waits::Hold;
 use crate::app::rpc::RequestId;
-use crate::app::tasks::progress_notification;
+use crate::app::tasks::{TaskRunner, progress_notification};
 use crate::domain::TaskId;
 
 /// How long a streamable request may run before it is answered as SSE: a quick answer
@@ -40,6 +41,9 @@ const KEEPALIVE: Duration = Duration::from_secs(15);
 const FOLLOW_EVERY: Duration = Duration::from_millis(500);
 /// Log entries read at a time.
 const FOLLOW_BATCH: u32 = 64;
+/// The `retry` of a stream handed over on shutdown: how long the client waits before it
+/// resumes the stream (on another instance, behind the same address).
+const RESUME_AFTER: Duration = Duration::from_secs(1);
 
 /// Waits briefly: a quick answer goes back as JSON (with its proper status); progress or
 /// a longer wait turns the response into an SSE stream that ends with the answer.
@@ -57,7 +61,6 @@ pub(super) async fn respond(
             outcome = &mut feed.work => return json_answer(s, &id, discover, outcome),
             Some(frame) = feed.outbound.recv() => first = Some(frame),
             () = tokio::time::sleep(STREAM_AFTER) => {}
-            () = s.shutdown.cancelled() => return reply::shutting_down(&id),
         }
     }
     tracing::debug!(request_id = ?id, "answering as an SSE stream");
@@ -89,15 +92,11 @@ pub(super) fn stream(s: &Shared, feed: Feed, first: Option<String>, id: RequestI
         next: 0,
         resumable,
     };
-    tokio::spawn(pump(
-        stream,
-        work,
-        outbound,
-        first,
-        id,
-        s.shutdown.clone(),
-        permit,
-    ));
+    let stop = Stop {
+        shutdown: s.shutdown.clone(),
+        runner: Arc::clone(s.app.runner()),
+    };
+    tokio::spawn(pump(stream, work, outbound, first, id, stop, permit));
     let body =
         futures::stream::poll_fn(move |cx| body.poll_recv(cx).map(|b| b.map(Ok::<_, Infallible>)));
     let mut resp = Response::new(Body::from_stream(body));
@@ -201,6 +200,14 @@ impl Stream {
         true
     }
 
+    /// Ends the stream without its response, for the client to resume it (after
+    /// `RESUME_AFTER`, with a `GET` and the last event id it has) on another instance.
+    async fn hand_over(&mut self) {
+        tracing::debug!(task_id = ?self.task(), "shutting down; the client resumes the stream elsewhere");
+        let retry = format!("retry: {}\n\n", RESUME_AFTER.as_millis());
+        let _ = self.events.send(Bytes::from(retry)).await;
+    }
+
     /// The response: without an id on a resumable stream whose task is known (the
     /// stream is over; resuming from the last progress id gives the response again).
     async fn answer(&mut self, frame: &str) {
@@ -222,17 +229,29 @@ fn progress_step(frame: &str, task: TaskId) -> Option<u64> {
         .flatten()
 }
 
+/// What a stream needs to know of a shutdown: when it starts, and whether the stream's
+/// task runs here (its outcome comes within the runs' grace) or elsewhere.
+struct Stop {
+    shutdown: CancellationToken,
+    runner: Arc<TaskRunner>,
+}
+
 /// Feeds the stream: a priming event (a resumable POST stream's once its task is
 /// named; none for a resumed one), each notification and each logged progress step,
 /// then the response. A client that goes away stops the wait (the task itself keeps
-/// running); shutdown ends it with an error the client can retry on.
+/// running).
+///
+/// On shutdown, a stream whose task runs on another instance is handed over at once (the
+/// client resumes it there); any other keeps waiting until [`LAST_CALL`], as its run ends
+/// or is failed within the grace. Past that, a resumable stream is handed over too, and
+/// the rest end with an error the client can retry on.
 async fn pump(
     mut stream: Stream,
     mut work: Work,
     mut outbound: mpsc::Receiver<String>,
     first: Option<String>,
     id: RequestId,
-    shutdown: CancellationToken,
+    stop: Stop,
     _permit: Hold,
 ) {
     let mut named = stream.resumable.as_mut().and_then(|r| r.named.take());
@@ -247,6 +266,7 @@ async fn pump(
     let mut keepalive =
         tokio::time::interval_at(tokio::time::Instant::now() + KEEPALIVE, KEEPALIVE);
     let mut follow = tokio::time::interval(FOLLOW_EVERY);
+    let mut last_call = None;
     loop {
         tokio::select! {
             biased;
@@ -292,8 +312,19 @@ async fn pump(
                     return;
                 }
             }
-            () = shutdown.cancelled() => {
-                stream.send(&reply::shutting_down_frame(&id)).await;
+            () = stop.shutdown.cancelled(), if last_call.is_none() => {
+                if stream.task().is_some_and(|task| !stop.runner.is_live(task)) {
+                    stream.hand_over().await;
+                    return;
+                }
+                last_call = Some(Box::pin(tokio::time::sleep(LAST_CALL)));
+            }
+            () = async { last_call.as_mut().expect("guarded").await }, if last_call.is_some() => {
+                if stream.task().is_some() {
+                    stream.hand_over().await;
+                } else {
+                    stream.send(&reply::shutting_down_frame(&id)).await;
+                }
                 return;
             }
             _ = follow.tick() => {

@@ -12,5 +12,7 @@ mod wire;
 
 pub use launch::launch;
 pub use run::{ProgressTarget, Work, progress_notification};
-pub use runner::{DEFAULT_MAX_CUO_CHILDREN, DEFAULT_MAX_TASKS_PER_TENANT, LEASE, TaskRunner};
+pub use runner::{
+    DEFAULT_MAX_CUO_CHILDREN, DEFAULT_MAX_TASKS_PER_TENANT, LEASE, SHUTDOWN_GRACE, TaskRunner,
+};
 pub use wire::task_result;

@@ -33,6 +33,8 @@ pub const LEASE: Duration = Duration::from_secs(15);
 pub const DEFAULT_MAX_TASKS_PER_TENANT: usize = 32;
 /// Default cap on the CUO children running tasks on one instance, across tenants.
 pub const DEFAULT_MAX_CUO_CHILDREN: usize = 64;
+/// How long runs get to finish after SIGTERM before they are killed and failed.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 /// How long a caller refused at a cap is told to wait (HTTP: `Retry-After`).
 const AT_CAP_RETRY: Duration = Duration::from_secs(5);
 
@@ -101,8 +103,8 @@ impl TaskRunner {
         self.lock().keys().copied().collect()
     }
 
-    /// Whether `id` is live here.
-    pub(super) fn is_live(&self, id: TaskId) -> bool {
+    /// Whether `id` is live here: its outcome will be known here, not only in the store.
+    pub fn is_live(&self, id: TaskId) -> bool {
         self.lock().contains_key(&id)
     }
 
@@ -268,7 +270,8 @@ impl TaskRunner {
         self.tracker.wait().await;
     }
 
-    /// SIGTERM: gives runs `grace` to finish, then kills the rest and fails them.
+    /// SIGTERM: gives runs `grace` to finish, then kills the rest and fails them (all at
+    /// once, so the last is failed as soon as the first).
     pub async fn shutdown(&self, grace: Duration) {
         self.tracker.close();
         if tokio::time::timeout(grace, self.tracker.wait())
@@ -279,7 +282,7 @@ impl TaskRunner {
         }
         let remaining: Vec<(TaskId, TenantId)> =
             self.lock().iter().map(|(id, r)| (*id, r.tenant)).collect();
-        for (id, tenant) in remaining {
+        let orphan = |(id, tenant): (TaskId, TenantId)| async move {
             self.stop_local(id).await;
             let outcome = TaskOutcome {
                 status: TaskStatus::Failed,
@@ -294,7 +297,10 @@ impl TaskRunner {
             {
                 tracing::warn!(task_id = %id, "cannot fail the task on shutdown: {e}");
             }
-        }
+            // Waiters on this run learn its outcome now, not at their next poll.
+            self.finished.send_modify(|n| *n += 1);
+        };
+        futures::future::join_all(remaining.into_iter().map(orphan)).await;
     }
 }
 

@@ -21,40 +21,70 @@ fn architect() -> Value {
 const STEPS: u64 = 6;
 const CUT_AFTER: usize = 2;
 
+/// A live SSE response, read event by event.
+struct Events {
+    resp: reqwest::Response,
+    text: String,
+    /// The events read so far, as (id, data).
+    seen: Vec<(String, String)>,
+    /// The last `retry` field the stream sent.
+    retry: Option<String>,
+}
+
+impl Events {
+    fn new(resp: reqwest::Response) -> Events {
+        Events {
+            resp,
+            text: String::new(),
+            seen: Vec::new(),
+            retry: None,
+        }
+    }
+
+    /// Reads until `enough` says stop (`true`) or the stream ends (`false`).
+    async fn until(&mut self, enough: impl Fn(&[(String, String)]) -> bool) -> bool {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+        loop {
+            while let Some(end) = self.text.find("\n\n") {
+                let event: String = self.text.drain(..end + 2).collect();
+                let field = |name: &str| {
+                    event
+                        .lines()
+                        .find_map(|l| l.strip_prefix(name))
+                        .map(|v| v.trim_start().to_owned())
+                };
+                if let Some(retry) = field("retry:") {
+                    self.retry = Some(retry);
+                }
+                if field("id:").is_none() && field("data:").is_none() {
+                    continue;
+                }
+                let (id, data) = (field("id:"), field("data:"));
+                self.seen
+                    .push((id.unwrap_or_default(), data.unwrap_or_default()));
+                if enough(&self.seen) {
+                    return true;
+                }
+            }
+            let chunk = tokio::time::timeout_at(deadline, self.resp.chunk())
+                .await
+                .expect("the stream moves within a minute")
+                .expect("the stream reads");
+            let Some(chunk) = chunk else { return false };
+            self.text.push_str(std::str::from_utf8(&chunk).unwrap());
+        }
+    }
+}
+
 /// Reads SSE events (id, data) from a live response until `enough` says stop or the
 /// stream ends; then drops the connection.
 async fn read_events(
-    mut resp: reqwest::Response,
+    resp: reqwest::Response,
     enough: impl Fn(&[(String, String)]) -> bool,
 ) -> Vec<(String, String)> {
-    let mut text = String::new();
-    let mut events = Vec::new();
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
-    loop {
-        let chunk = tokio::time::timeout_at(deadline, resp.chunk())
-            .await
-            .expect("the stream moves within a minute")
-            .expect("the stream reads");
-        let Some(chunk) = chunk else { return events };
-        text.push_str(std::str::from_utf8(&chunk).unwrap());
-        while let Some(end) = text.find("\n\n") {
-            let event: String = text.drain(..end + 2).collect();
-            if event.starts_with(':') {
-                continue;
-            }
-            let field = |name: &str| {
-                event
-                    .lines()
-                    .find_map(|l| l.strip_prefix(name))
-                    .map(|v| v.trim_start().to_owned())
-                    .unwrap_or_default()
-            };
-            events.push((field("id:"), field("data:")));
-            if enough(&events) {
-                return events;
-            }
-        }
-    }
+    let mut events = Events::new(resp);
+    events.until(enough).await;
+    events.seen
 }
 
 fn progress_count(events: &[(String, String)]) -> usize {
@@ -254,6 +284,74 @@ async fn a_waiting_tasks_result_streams_progress_and_resumes() {
     assert_eq!(
         answer["result"]["_meta"]["io.modelcontextprotocol/related-task"]["taskId"],
         task.as_str()
+    );
+}
+
+/// SIGTERM on an instance whose stream follows a run of another instance hands the
+/// stream over at once (a `retry`, no response), though the run ends within the grace:
+/// resumed on the run's instance, it gets every later step once, then the result.
+#[tokio::test]
+async fn sigterm_hands_a_stream_that_follows_another_instances_run_over_at_once() {
+    let Some(url) = std::thread::spawn(crate::support::pg::database_url)
+        .join()
+        .unwrap()
+    else {
+        return;
+    };
+    // Six steps of a second: the run ends about 4 s after the signal, within LAST_CALL.
+    let paced = paced(1000);
+    let dir = tempfile::tempdir().unwrap();
+    let store = ["--database-url", url.as_str()];
+    let a = Server::start_at(
+        dir.path(),
+        &[&store[..], &["--cuo-command", &paced]].concat(),
+    );
+    let mut b = Server::start_at(dir.path(), &store);
+    let t = a.token(LOCAL, None);
+    let created = a
+        .rpc(
+            &t,
+            1,
+            "tools/call",
+            json!({"name": "cyberos.cuo.execute_workflow", "arguments": architect(), "task": {}}),
+        )
+        .await;
+    let task = created["result"]["task"]["taskId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let body = rpc(
+        7,
+        "tasks/result",
+        json!({"taskId": task, "_meta": {"progressToken": 70}}),
+    );
+    let resp = crate::support::http_server::open_stream(&b.client, b.url("/mcp"), &t, &body).await;
+    assert_eq!(resp.status(), 200);
+    let mut events = Events::new(resp);
+    assert!(events.until(|e| progress_count(e) == CUT_AFTER).await);
+    b.sigterm();
+    assert!(!events.until(|_| false).await, "B ends the stream");
+    assert_eq!(events.retry.as_deref(), Some("1000"), "{:?}", events.seen);
+    // Progress only: the response is left for the resumed stream.
+    let on_b = steps(&events.seen, &json!(70));
+    assert_eq!(on_b, (1..=on_b.len() as u64).collect::<Vec<_>>());
+    assert!(on_b.len() < STEPS as usize, "{on_b:?}");
+    assert_eq!(b.wait_exit().code(), Some(0), "{}", b.log());
+
+    let last = &events.seen.last().unwrap().0;
+    let resumed = resume(&a, &t, last, &[]).await;
+    assert_eq!(resumed.status, 200, "{}", resumed.text);
+    let (steps, answer) = steps_and_answer(&resumed.events(), &json!(70));
+    assert_eq!(
+        steps,
+        (on_b.len() as u64 + 1..=STEPS).collect::<Vec<_>>(),
+        "each later step once, in order"
+    );
+    check_frame(&answer, Some("tasks/result"), false);
+    assert_eq!(answer["id"], 7);
+    assert_eq!(
+        answer["result"]["structuredContent"]["steps_executed"],
+        STEPS
     );
 }
 
