@@ -3,7 +3,8 @@
 usage: python sdk_http_client.py BRIDGE_BINARY SKILLS_DIR DATA_DIR
 Starts the bridge itself (--dev --transport http --listen 127.0.0.1:0), reads the bound
 address from its stderr, gets a token with `dev-token`, and exits non-zero (with an
-assertion message) when the bridge misbehaves.
+assertion message) when the bridge misbehaves. Then a rolling restart: two bridges on
+the data dir behind a forwarder, one stopped while the SDK waits on it (`hand_over`).
 """
 import asyncio
 import json
@@ -25,12 +26,12 @@ warnings.filterwarnings("ignore", category=DeprecationWarning, module=__name__)
 LOCAL_TENANT = "00000000-0000-4000-8000-000000000001"
 
 
-def start_bridge(binary: str, skills: str, data: str) -> tuple[subprocess.Popen, str, list[str]]:
+def start_bridge(binary: str, skills: str, data: str, pace_ms: int = 300) -> tuple[subprocess.Popen, str, list[str]]:
     proc = subprocess.Popen(
         [binary, "--dev", "--transport", "http", "--listen", "127.0.0.1:0",
          "--data-dir", data, "--skills-dir", skills,
          # Paced workflow steps, so a task is still running when the client asks for it.
-         "--cuo-command", f"{binary} cuo-runner --pace-ms 300"],
+         "--cuo-command", f"{binary} cuo-runner --pace-ms {pace_ms}"],
         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
         env={**os.environ, "RUST_LOG": "info", "CYBEROS_LOG_FORMAT": "text"},
     )
@@ -129,10 +130,117 @@ async def exercise(url: str, token: str) -> str:
                     "and one awaited with tasks/result over SSE")
 
 
+class Switch:
+    """A loopback TCP forwarder whose upstream can be switched: the load balancer of a
+    rolling restart. Keeps the first bytes each connection sent, and where it went."""
+
+    def __init__(self, upstream: str):
+        self.upstream = upstream
+        self.seen: list[list] = []  # [upstream, bytes the client sent]
+        self.open: list = []  # the writers of live forwarded connections
+
+    def move_to(self, upstream: str) -> None:
+        """Sends new connections to `upstream`, and closes the idle keep-alive ones, so the
+        client's next request opens one (an HTTP balancer picks per request)."""
+        self.upstream = upstream
+        for writer in self.open:
+            writer.close()
+
+    async def start(self) -> str:
+        self.server = await asyncio.start_server(self._forward, "127.0.0.1", 0)
+        return "127.0.0.1:%d" % self.server.sockets[0].getsockname()[1]
+
+    async def _forward(self, reader, writer) -> None:
+        upstream = self.upstream
+        host, port = upstream.rsplit(":", 1)
+        try:
+            up_reader, up_writer = await asyncio.open_connection(host, int(port))
+        except OSError:
+            writer.close()
+            return
+        record = [upstream, b""]
+        self.seen.append(record)
+        self.open += [writer, up_writer]
+
+        async def pipe(src, dst, sniff: bool) -> None:
+            try:
+                while data := await src.read(65536):
+                    if sniff and len(record[1]) < 65536:
+                        record[1] += data
+                    dst.write(data)
+                    await dst.drain()
+            except OSError:
+                pass
+            finally:
+                dst.close()
+
+        try:
+            await asyncio.gather(pipe(reader, up_writer, True), pipe(up_reader, writer, False))
+        except asyncio.CancelledError:
+            pass  # the run is over: asyncio.run cancels what is still forwarding
+
+    def close(self) -> None:
+        self.server.close()
+        self.move_to(self.upstream)
+
+    def sent(self, upstream: str, needle: bytes) -> bool:
+        return any(up == upstream and needle in data.lower() for up, data in self.seen)
+
+
+async def wait_until(check, seconds: float, what: str) -> None:
+    deadline = time.monotonic() + seconds
+    while not check():
+        assert time.monotonic() < deadline, what
+        await asyncio.sleep(0.05)
+
+
+async def hand_over(binary: str, skills: str, data: str, token: str) -> str:
+    """A rolling restart under the SDK: two bridges on one data dir behind a switch. The
+    task runs on A; its tasks/result waits on B; B gets SIGTERM while the client waits
+    and the switch now sends new connections to A. B hands the stream over (an SSE retry,
+    no response); the SDK resumes it with GET + Last-Event-ID, which reaches A, and gets
+    the task's result."""
+    a, addr_a, log_a = start_bridge(binary, skills, data, pace_ms=1000)
+    b, addr_b, log_b = start_bridge(binary, skills, data)
+    try:
+        switch = Switch(addr_a)
+        front = await switch.start()
+        async with streamablehttp_client(f"http://{front}/mcp", headers={"Authorization": f"Bearer {token}"}) as (read, write, _):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                adr = {"persona": "chief-technology-officer", "workflow": "adr-quick-capture",
+                       "inputs": {"title": "rolling restart"}}
+                created = await session.experimental.call_tool_as_task("cyberos.cuo.execute_workflow", adr)
+                switch.move_to(addr_b)
+                waiting = asyncio.ensure_future(
+                    session.experimental.get_task_result(created.task.taskId, types.CallToolResult))
+                await wait_until(lambda: switch.sent(addr_b, b'"tasks/result"'), 10, "tasks/result never reached B")
+                # Past the 200 ms in which a wait is still answered as JSON: B streams.
+                await asyncio.sleep(0.5)
+                # B closes its own connections; the stream must stay open until B ends it.
+                switch.upstream = addr_a
+                b.terminate()
+                result = await asyncio.wait_for(waiting, 30)
+                assert not result.isError and result.structuredContent["steps_executed"] == 3, result
+        switch.close()
+        assert b.wait(timeout=30) == 0, "B exited non-zero after SIGTERM"
+        assert switch.sent(addr_a, b"last-event-id"), "the SDK did not resume the stream on A"
+        return "a wait handed over by an instance on SIGTERM, resumed by the SDK on another"
+    except BaseException:
+        print("A:\n" + "\n".join(log_a[-40:]) + "\nB:\n" + "\n".join(log_b[-40:]), file=sys.stderr)
+        raise
+    finally:
+        for proc in (a, b):
+            if proc.poll() is None:
+                proc.terminate()
+                proc.wait(timeout=30)
+
+
 def main(binary: str, skills: str, data: str) -> None:
     proc, addr, log = start_bridge(binary, skills, data)
+    token = dev_token(binary, data)
     try:
-        summary = asyncio.run(exercise(f"http://{addr}/mcp", dev_token(binary, data)))
+        summary = asyncio.run(exercise(f"http://{addr}/mcp", token))
     except BaseException:
         print("\n".join(log[-40:]), file=sys.stderr)
         raise
@@ -144,7 +252,8 @@ def main(binary: str, skills: str, data: str) -> None:
             proc.kill()
             raise AssertionError("the bridge did not stop within 30 s of SIGTERM")
     assert code == 0, f"the bridge exited with {code} after SIGTERM"
-    print(f"python mcp sdk over http: initialize, {summary}: ok")
+    handed = asyncio.run(hand_over(binary, skills, data, token))
+    print(f"python mcp sdk over http: initialize, {summary}; {handed}: ok")
 
 
 if __name__ == "__main__":

@@ -8,6 +8,10 @@
 //! `GET` with `Last-Event-ID` (`resume`) continues it from the task's durable progress
 //! log on any instance. Other events (and other streams) keep ids of the form
 //! `<random stream name>-<n>`, which resume nothing.
+//!
+//! On shutdown a stream waits for a run of this instance until [`LAST_CALL`]; one that
+//! follows a run elsewhere is handed over at once (`retry`, no response) to be resumed
+//! on an instance that is still up.
 
 use std::convert::Infallible;
 use std::sync::Arc;

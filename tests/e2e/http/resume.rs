@@ -1,8 +1,9 @@
 //! Resumable streams: a waiting `tools/call` or `tasks/result` whose stream is cut after
 //! a few progress events is resumed with `GET` + `Last-Event-ID`, on the same instance
 //! and (on Postgres) on another one: every later progress event arrives once, in order,
-//! and the stream ends with the same result. Another tenant's token, a garbage id and a
-//! GET without a token are refused without data.
+//! and the stream ends with the same result. SIGTERM hands a stream that follows another
+//! instance's run over at once. Another tenant's token, a garbage id and a GET without a
+//! token are refused without data.
 
 use std::time::Duration;
 
