@@ -178,4 +178,8 @@ impl ClientAnswers for Unavailable {
     ) -> Result<Option<ClientAnswer>, DomainError> {
         self.err()
     }
+
+    async fn sweep(&self, _: Timestamp) -> Result<u64, DomainError> {
+        self.err()
+    }
 }

@@ -1,7 +1,7 @@
 use std::time::Duration;
 
 use crate::domain::session::{ClientAnswer, QuestionKey};
-use crate::domain::{DomainError, TenantId};
+use crate::domain::{DomainError, TenantId, Timestamp};
 
 /// Where a client's answer to one of our requests (an elicitation sent on an HTTP
 /// response's SSE stream) meets the request waiting for it, which may run on another
@@ -49,4 +49,11 @@ pub trait ClientAnswers: Send + Sync + 'static {
         key: &QuestionKey,
         within: Duration,
     ) -> Result<Option<ClientAnswer>, DomainError>;
+
+    /// Deletes every tenant's questions that expired before `now` (their waiter died with
+    /// its instance, so nobody closes them) and returns how many.
+    ///
+    /// # Errors
+    /// `UpstreamUnavailable` when the store is down.
+    async fn sweep(&self, now: Timestamp) -> Result<u64, DomainError>;
 }

@@ -14,7 +14,7 @@ use super::waiters::Registered;
 use super::{Heard, PgStore, down, listen, timed, ts};
 use crate::adapters::answer_rows;
 use crate::domain::session::{ClientAnswer, MAX_OPEN_QUESTIONS, QuestionKey};
-use crate::domain::{DomainError, TenantId};
+use crate::domain::{DomainError, TenantId, Timestamp};
 use crate::ports::ClientAnswers;
 
 const ANSWER_CHANNEL: &str = "plugin_host_client_answer";
@@ -206,5 +206,24 @@ impl ClientAnswers for PgStore {
                 () = tokio::time::sleep_until(next) => {}
             }
         }
+    }
+
+    async fn sweep(&self, now: Timestamp) -> Result<u64, DomainError> {
+        timed(async {
+            // Every tenant's rows: a SECURITY DEFINER function of the maintainer (0005).
+            let mut tx = self.begin(None).await.map_err(down)?;
+            let swept: i64 = sqlx::query_scalar(concat!(
+                "SELECT plugin_host.sweep_client_answers(",
+                ts!(1),
+                ")"
+            ))
+            .bind(now.unix_millis())
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(down)?;
+            tx.commit().await.map_err(down)?;
+            Ok(u64::try_from(swept).unwrap_or(0))
+        })
+        .await
     }
 }

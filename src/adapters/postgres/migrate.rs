@@ -41,6 +41,11 @@ const MIGRATIONS: &[Migration] = &[
         description: "task progress log",
         sql: include_str!("../../../migrations/postgres/0004_task_progress.sql"),
     },
+    Migration {
+        version: 5,
+        description: "every tenant's expired client answers swept",
+        sql: include_str!("../../../migrations/postgres/0005_sweep_client_answers.sql"),
+    },
 ];
 
 /// Key of the advisory lock that serializes migrations of one database ("cyberos-m").

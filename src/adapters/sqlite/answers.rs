@@ -6,7 +6,7 @@ use std::time::Duration;
 use super::SqliteStore;
 use crate::adapters::answer_rows;
 use crate::domain::session::{ClientAnswer, MAX_OPEN_QUESTIONS, QuestionKey};
-use crate::domain::{DomainError, TenantId, Upstream};
+use crate::domain::{DomainError, TenantId, Timestamp, Upstream};
 use crate::ports::ClientAnswers;
 
 /// How often a waiter looks for its answer: a person answers in seconds, so this is
@@ -108,6 +108,16 @@ impl ClientAnswers for SqliteStore {
             }
             tokio::time::sleep_until(deadline.min(tokio::time::Instant::now() + POLL)).await;
         }
+    }
+
+    async fn sweep(&self, now: Timestamp) -> Result<u64, DomainError> {
+        let turn = self.writer.later().await;
+        let swept = sqlx::query("DELETE FROM client_answers WHERE expires_at < ?")
+            .bind(now.unix_millis())
+            .execute(turn.pool)
+            .await
+            .map_err(down)?;
+        Ok(swept.rows_affected())
     }
 }
 

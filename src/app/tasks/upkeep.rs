@@ -80,7 +80,13 @@ impl TaskRunner {
             Err(e) => {
                 tracing::warn!("task sweep failed: {e}");
                 *quiet_until = Some(Instant::now() + LEASE);
+                return;
             }
+        }
+        match self.ports.answers.sweep(now).await {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(expired = n, "client answers sweep"),
+            Err(e) => tracing::warn!("client answers sweep failed: {e}"),
         }
     }
 

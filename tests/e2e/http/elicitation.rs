@@ -327,3 +327,48 @@ async fn a_question_whose_stream_the_client_closed_no_longer_counts_against_the_
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
+
+/// A question whose waiter died with its instance (opened through the store, never
+/// waited on or closed) is deleted by a running bridge's sweep once it has expired.
+#[tokio::test]
+async fn a_running_bridge_sweeps_the_expired_question_of_a_dead_instance() {
+    use cyberos_mcp_bridge::adapters::sqlite::SqliteStore;
+    use cyberos_mcp_bridge::domain::TenantId;
+    use cyberos_mcp_bridge::domain::session::QuestionKey;
+    use cyberos_mcp_bridge::ports::ClientAnswers;
+    use sqlx::Connection;
+
+    let dir = tempfile::tempdir().unwrap();
+    let s = Server::start_at(dir.path(), &[]);
+    let path = dir.path().join("bridge.sqlite3");
+    let dead = SqliteStore::open(&path).await.unwrap();
+    let key = QuestionKey {
+        session: "gone".into(),
+        request: "cyberos-e-dead".into(),
+    };
+    let tenant = TenantId::parse(LOCAL).unwrap();
+    assert!(dead.open(&tenant, &key, Duration::ZERO).await.unwrap());
+    drop(dead);
+    let options = sqlx::sqlite::SqliteConnectOptions::new().filename(&path);
+    let mut db = sqlx::SqliteConnection::connect_with(&options)
+        .await
+        .unwrap();
+    // The bridge sweeps every 5 s.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let left: i64 = sqlx::query_scalar("SELECT count(*) FROM client_answers")
+            .fetch_one(&mut db)
+            .await
+            .unwrap();
+        if left == 0 {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "not swept within 20 s: {}",
+            s.log()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert!(s.log().contains("client answers sweep"), "{}", s.log());
+}

@@ -1,14 +1,14 @@
 //! The `ClientAnswers` contract, on the embedded SQLite store and on Postgres (where the
 //! waiter and the delivery also run on two stores, as on two instances): an answer reaches
 //! only the question of its own tenant and session, once, while it is open; a tenant's
-//! open questions are capped.
+//! open questions are capped; the sweep deletes every tenant's expired questions.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use cyberos_mcp_bridge::adapters::sqlite::SqliteStore;
 use cyberos_mcp_bridge::domain::session::{ClientAnswer, MAX_OPEN_QUESTIONS, QuestionKey};
-use cyberos_mcp_bridge::domain::{JsonText, TenantId};
+use cyberos_mcp_bridge::domain::{JsonText, TenantId, Timestamp};
 use cyberos_mcp_bridge::ports::ClientAnswers;
 
 use super::{random, tenant};
@@ -116,6 +116,23 @@ pub(crate) async fn answers_contract(store: Arc<dyn ClientAnswers>, other: Arc<d
         None
     );
     assert!(store.open(&c, &key("s1"), OPEN).await.unwrap());
+    sweep(&*store).await;
+}
+
+/// The sweep deletes the questions that expired, of any tenant (their waiters died with
+/// their instance: nobody else closes them), and leaves open ones be.
+async fn sweep(store: &dyn ClientAnswers) {
+    let (d, e) = (tenant(), tenant());
+    let live = key("s1");
+    assert!(store.open(&e, &live, OPEN).await.unwrap());
+    let dead = key("s1");
+    assert!(store.open(&d, &dead, Duration::ZERO).await.unwrap());
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    let now = || Timestamp::from_unix_millis(chrono::Utc::now().timestamp_millis());
+    assert_eq!(store.sweep(now()).await.unwrap(), 1, "the expired question");
+    assert_eq!(store.sweep(now()).await.unwrap(), 0, "gone");
+    assert!(store.deliver(&e, &live, &said("e")).await.unwrap());
+    assert_eq!(store.wait(&e, &live, OPEN).await.unwrap(), Some(said("e")));
 }
 
 #[tokio::test]

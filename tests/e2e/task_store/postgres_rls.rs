@@ -207,7 +207,8 @@ async fn the_app_role_cannot_bypass_rls_or_change_the_schema() {
         [
             ("renew_leases".to_owned(), true, maintainer.clone()),
             ("stopped_among".to_owned(), true, maintainer.clone()),
-            ("sweep".to_owned(), true, maintainer)
+            ("sweep".to_owned(), true, maintainer.clone()),
+            ("sweep_client_answers".to_owned(), true, maintainer)
         ]
     );
     let (sup, bypass, login): (bool, bool, bool) = sqlx::query_as(
