@@ -10,7 +10,7 @@ use crate::app::config::{Command, Config, Transport};
 use crate::app::rpc::{Request, RequestId};
 use crate::app::session::Session;
 use crate::app::tasks::SHUTDOWN_GRACE;
-use crate::app::{server, stdio, wiring};
+use crate::app::{App, server, stdio, wiring};
 use crate::domain::Tool;
 
 /// Exit code for success.
@@ -109,15 +109,7 @@ async fn serve(config: Config) -> i32 {
                 return EXIT_USAGE;
             }
         };
-        // Runs get their grace from the signal on, while the transport drains: a stream
-        // that waits for a run of this instance ends with the run's outcome.
-        let runs = tokio::spawn({
-            let (runner, stop) = (Arc::clone(app.runner()), shutdown.clone());
-            async move {
-                stop.cancelled().await;
-                runner.shutdown(SHUTDOWN_GRACE).await;
-            }
-        });
+        let runs = runs_end_on(&app, &shutdown);
         let code =
             match crate::app::http::serve(app.clone(), &config, sessions, shutdown.clone()).await {
                 Ok(()) => EXIT_OK,
@@ -141,6 +133,7 @@ async fn serve(config: Config) -> i32 {
         "serving MCP 2025-11-25 on stdio"
     );
     app.start_background(shutdown.clone());
+    let runs = runs_end_on(&app, &shutdown);
     let (input, output) = stdio_streams();
     let code = match stdio::serve(app.clone(), input, output, shutdown.clone()).await {
         Ok(()) => EXIT_OK,
@@ -149,17 +142,26 @@ async fn serve(config: Config) -> i32 {
             EXIT_FAILED
         }
     };
-    if shutdown.is_cancelled() {
-        // SIGTERM: a short grace, then running tasks are killed and failed.
-        app.runner().shutdown(SHUTDOWN_GRACE).await;
-    } else {
+    if !shutdown.is_cancelled() {
         // EOF: running tasks finish (bounded by their timeouts) so a reconnecting host
         // finds their results.
         tracing::info!("stdin closed; waiting for running tasks");
         app.runner().drain().await;
         shutdown.cancel();
     }
+    let _ = runs.await;
     code
+}
+
+/// From SIGTERM on, the runs get their grace and are then killed and failed, while the
+/// transport drains: a request waiting for a run of this instance gets the run's
+/// outcome, not an error. (After EOF's drain there is nothing left to stop.)
+fn runs_end_on(app: &App, shutdown: &CancellationToken) -> tokio::task::JoinHandle<()> {
+    let (runner, stop) = (Arc::clone(app.runner()), shutdown.clone());
+    tokio::spawn(async move {
+        stop.cancelled().await;
+        runner.shutdown(SHUTDOWN_GRACE).await;
+    })
 }
 
 type Input = Box<dyn tokio::io::AsyncRead + Unpin + Send>;

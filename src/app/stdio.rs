@@ -7,6 +7,7 @@
 
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
+use std::time::Duration;
 
 use futures::FutureExt;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, BufWriter};
@@ -16,12 +17,16 @@ use tokio_util::task::TaskTracker;
 
 use crate::app::rpc::{self, INVALID_REQUEST, Incoming, RpcError};
 use crate::app::session::{Held, Session};
+use crate::app::tasks::SHUTDOWN_GRACE;
 use crate::app::trace::new_trace_id;
 use crate::app::{App, server};
 use crate::lines::{Line, LineReader};
 
 /// The longest line accepted (4 MiB, CONTRACT §10).
 pub const MAX_LINE: usize = 4 * 1024 * 1024;
+/// How long SIGTERM waits for in-flight requests: the runs' grace, then the time to
+/// kill and fail the rest and for their waiters to read that.
+const DRAIN: Duration = SHUTDOWN_GRACE.saturating_add(Duration::from_secs(3));
 
 /// Serves one connection until EOF or `shutdown`.
 ///
@@ -104,7 +109,15 @@ where
         }
     };
     tracker.close();
-    tracker.wait().await;
+    if shutdown.is_cancelled() {
+        // SIGTERM: waits for runs end within the runs' grace (which started with the
+        // signal); anything still unanswered after that is not waited for.
+        if tokio::time::timeout(DRAIN, tracker.wait()).await.is_err() {
+            tracing::warn!("some requests did not finish within {DRAIN:?} of SIGTERM; exiting");
+        }
+    } else {
+        tracker.wait().await;
+    }
     drop(session);
     drop(tx);
     let _ = writer.await;

@@ -15,6 +15,7 @@ mod instances;
 mod lifecycle;
 mod limits;
 mod races;
+mod shutdown;
 mod tenants;
 mod upstreams;
 
