@@ -78,8 +78,9 @@ log "official Python MCP SDK over Streamable HTTP against the built binary"
 run_client tests/python/sdk_http_client.py
 
 # --- The cluster example: its own throwaway PostgreSQL, three bridges on HTTP, HAProxy in
-# front (installed with apt-get when absent), a client that kills an instance mid-run
-# (examples/cluster/README.md; ~30 s). One test: it fails when any expectation does.
+# front (installed with apt-get when absent), a client that kills an instance mid-run and
+# stops another with SIGTERM while a stream waits on it
+# (examples/cluster/README.md; ~40 s). One test: it fails when any expectation does.
 log "cluster: three instances on one PostgreSQL behind HAProxy (examples/cluster/run.sh)"
 if examples/cluster/run.sh "$bin"; then
   passed=$((passed + 1))

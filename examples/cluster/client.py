@@ -1,17 +1,19 @@
 """The cluster run's scripted client (examples/cluster/run.sh starts the cluster and calls
 this): tasks created through the balancer, polled and cancelled through other instances
-directly, one instance killed mid-run and its tasks failed by the survivors, and the
-per-instance request counts. Exits 1 when any expectation fails.
+directly, one instance killed mid-run and its tasks failed by the survivors, the
+per-instance request counts, and a rolling restart's step (a stream handed over on SIGTERM
+and resumed through the balancer). Exits 1 when any expectation fails.
 
     client.py LB_URL TOKEN_FILE STATS_SOCKET URL1,URL2,URL3 PID1,PID2,PID3
 """
 
+import json
 import os
 import signal
 import sys
 import time
 
-from cluster import print_counts, rpc, stats
+from cluster import print_counts, rpc, stats, stream
 
 TASKS = 6
 # The survivors fail a dead instance's tasks once its lease (15 s) lapses, at their next
@@ -107,6 +109,50 @@ def main():
     print_counts(sock)
     expect(rows[victim]["status"].startswith("DOWN"), f"HAProxy marks {victim} {rows[victim]['status']}")
     expect(all(int(rows[n]["stot"]) > 0 for n in names), "every instance served requests through the balancer")
+
+    rolling_restart(lb, token, direct, dict(zip(names, pids)), [n for n in names if n != victim])
+
+
+def rolling_restart(lb, token, direct, pid, alive):
+    """SIGTERM on an instance whose tasks/result stream waits for a task running on
+    another: the stream is handed over (an SSE `retry`, no response), the client resumes
+    it through the balancer with `Last-Event-ID`, and the task's instance answers."""
+    r = rpc(lb, token, "tools/call", {"name": "cyberos.cuo.execute_workflow", "arguments": ARGS, "task": {}}, 500)
+    task = r.frame.get("result", {}).get("task", {}).get("taskId")
+    runner = r.served_by
+    if not expect(task and runner in alive, f"a task through the balancer, on {runner or '?'}: {task or r.frame}"):
+        return
+    stopping = next(n for n in alive if n != runner)
+    print(f"waiting for {task} on {stopping} (tasks/result, directly), then SIGTERM to {stopping}")
+    body = {"jsonrpc": "2.0", "id": 501, "method": "tasks/result",
+            "params": {"taskId": task, "_meta": {"progressToken": "rolling"}}}
+    held = stream(direct[stopping], token, body)
+    primed = held.next_event()
+    expect(primed and held.events[0][0] and not held.events[0][1], f"{stopping} primes the stream: {held.events}")
+    os.kill(pid[stopping], signal.SIGTERM)
+    held.rest()
+    answered = any('"id":501' in data.replace(" ", "") for _, data in held.events)
+    expect(held.retry == "1000" and not answered,
+           f"{stopping} hands the stream over: retry={held.retry}, {len(held.events)} event(s), no response")
+    last = held.events[-1][0]
+    resumed = stream(lb, token, last_event_id=last).rest()
+    frame = json.loads(resumed.events[-1][1]) if resumed.events else {}
+    steps = frame.get("result", {}).get("structuredContent", {}).get("steps_executed")
+    expect(frame.get("id") == 501 and steps == 3,
+           f"resumed through the balancer on {resumed.headers.get('X-Served-By', '?')}: steps_executed={steps}")
+    gone = time.monotonic() + 15
+    while time.monotonic() < gone and alive_pid(pid[stopping]):
+        time.sleep(0.1)
+    expect(not alive_pid(pid[stopping]), f"{stopping} exited after SIGTERM")
+
+
+def alive_pid(pid):
+    """Whether `pid` runs (an exited instance its parent shell has not reaped yet is not)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
 
 
 if __name__ == "__main__":

@@ -64,6 +64,64 @@ def rpc(base, token, method, params, rid=1, timeout=30):
         return Reply(e.code, e.headers, _frame(e.headers.get("content-type", ""), e.read()))
 
 
+class Stream:
+    """An SSE response read event by event: `events` holds (id, data) pairs, `retry` the
+    last `retry` field."""
+
+    def __init__(self, resp):
+        self.resp = resp
+        self.status = resp.status
+        self.headers = resp.headers
+        self.events = []
+        self.retry = None
+
+    def next_event(self):
+        """Reads one event (comments skipped); False at the end of the stream."""
+        fields = {}
+        while True:
+            line = self.resp.readline()
+            if not line:
+                return False
+            line = line.decode("utf-8", "replace").rstrip("\r\n")
+            if line.startswith(":"):
+                continue
+            if line:
+                name, _, value = line.partition(":")
+                fields[name] = value[1:] if value.startswith(" ") else value
+                continue
+            if "retry" in fields:
+                self.retry = fields["retry"]
+            if "id" in fields or "data" in fields:
+                self.events.append((fields.get("id", ""), fields.get("data", "")))
+                return True
+            fields = {}
+
+    def rest(self):
+        """Reads to the end of the stream."""
+        while self.next_event():
+            pass
+        self.resp.close()
+        return self
+
+
+def stream(base, token, body=None, last_event_id=None, timeout=60):
+    """POSTs `body` (or GETs, resuming after `last_event_id`) to `base`/mcp and returns the
+    SSE response, its head read; raises for a status other than 200."""
+    headers = {
+        "accept": "application/json, text/event-stream" if body else "text/event-stream",
+        "mcp-protocol-version": PROTOCOL,
+        "authorization": "Bearer " + token,
+    }
+    data = None
+    if body is not None:
+        headers["content-type"] = "application/json"
+        data = json.dumps(body).encode()
+    if last_event_id is not None:
+        headers["last-event-id"] = last_event_id
+    req = urllib.request.Request(base + "/mcp", data=data, method="POST" if body else "GET", headers=headers)
+    return Stream(urllib.request.urlopen(req, timeout=timeout))
+
+
 def stats(sock_path):
     """HAProxy's `show stat` rows of the backend's servers, as dicts."""
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:

@@ -2,8 +2,9 @@
 # A cluster in one command, on 127.0.0.1 only: a throwaway PostgreSQL, three bridge
 # instances on Streamable HTTP sharing it, HAProxy in front, and a scripted client
 # (client.py) that creates tasks through the balancer, polls and cancels them through other
-# instances, kills one instance mid-run, shows its tasks failed by the survivors and prints
-# the per-instance request counts. Everything is stopped and deleted on exit; the exit
+# instances, kills one instance mid-run, shows its tasks failed by the survivors, prints
+# the per-instance request counts, and stops another with SIGTERM while a stream waits on it
+# (the client resumes the stream through the balancer). Everything is stopped and deleted on exit; the exit
 # status is non-zero when any expectation fails.
 #
 #   examples/cluster/run.sh [path/to/cyberos-mcp-bridge]   (default: build the debug binary)
