@@ -372,3 +372,20 @@ async fn a_running_bridge_sweeps_the_expired_question_of_a_dead_instance() {
     }
     assert!(s.log().contains("client answers sweep"), "{}", s.log());
 }
+
+/// SIGTERM while a call waits for the user's answer: a stream with no task to hand over
+/// waits out the runs' grace, then ends with the "shutting down" error (nothing was
+/// written), and the bridge exits 0.
+#[tokio::test]
+async fn sigterm_ends_a_call_waiting_for_the_user_with_the_shutting_down_error() {
+    let mut s = Server::start(&[]);
+    let token = s.token(LOCAL, None);
+    let id = initialize(&s, &token, "my-agent").await;
+    let mut call = Call::start(&s, &token, &id, note(9)).await;
+    call.question().await;
+    s.sigterm();
+    let out = call.response().await;
+    let data = assert_envelope(&out, -32050, "upstream_unavailable");
+    assert_eq!(data["message"], "the bridge is shutting down", "{out}");
+    assert_eq!(s.wait_exit().code(), Some(0), "{}", s.log());
+}
