@@ -53,6 +53,7 @@ pub(super) async fn resume(s: &Shared, principal: Principal, last: &str) -> Resp
         };
         return reply::rpc_error(status, Some(&id), &RpcError::logged(&e, request_trace()));
     }
+    let tenant = principal.tenant;
     // `parse` takes only origins that encode again; this is for the type.
     let Some(resumable) = Resumable::resumed(s, &origin, task, seq, principal.tenant) else {
         return not_resumable();
@@ -92,7 +93,7 @@ pub(super) async fn resume(s: &Shared, principal: Principal, last: &str) -> Resp
             .catch_unwind(),
         ),
     };
-    tracing::debug!(task_id = %task, after = seq, "resuming a stream");
+    tracing::info!(task_id = %task, after = seq, tenant = %tenant, "resuming a stream");
     let (_, outbound) = mpsc::channel(1);
     let feed = sse::Feed {
         work,
