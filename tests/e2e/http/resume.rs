@@ -232,19 +232,12 @@ async fn a_waiting_call_cut_mid_way_resumes_on_another_instance_of_the_same_post
     a_cut_call_resumes(&a, &b).await;
 }
 
-#[tokio::test]
-async fn a_waiting_tasks_result_streams_progress_and_resumes() {
-    let paced = paced(400);
-    let s = Server::start(&[
-        "--cuo-command",
-        &paced,
-        "--cors-origin",
-        "https://app.example",
-    ]);
-    let t = s.token(LOCAL, None);
+/// Starts the six-step workflow as a task on `s` and returns `tasks/result` of it (id 7,
+/// progress token 70) and the task id.
+async fn architect_task_result(s: &Server, token: &str) -> (Value, String) {
     let created = s
         .rpc(
-            &t,
+            token,
             1,
             "tools/call",
             json!({"name": "cyberos.cuo.execute_workflow", "arguments": architect(), "task": {}}),
@@ -259,12 +252,44 @@ async fn a_waiting_tasks_result_streams_progress_and_resumes() {
         "tasks/result",
         json!({"taskId": task, "_meta": {"progressToken": 70}}),
     );
+    (body, task)
+}
+
+/// A resumed `tasks/result` stream of [`architect_task_result`]: each step after `after`
+/// once, in order, then the result; returns the answer.
+fn resumed_result(resumed: &Reply, after: u64) -> Value {
+    assert_eq!(resumed.status, 200, "{}", resumed.text);
+    let (steps, answer) = steps_and_answer(&resumed.events(), &json!(70));
+    assert_eq!(
+        steps,
+        (after + 1..=STEPS).collect::<Vec<_>>(),
+        "each later step once, in order"
+    );
+    check_frame(&answer, Some("tasks/result"), false);
+    assert_eq!(answer["id"], 7);
+    assert_eq!(
+        answer["result"]["structuredContent"]["steps_executed"],
+        STEPS
+    );
+    answer
+}
+
+#[tokio::test]
+async fn a_waiting_tasks_result_streams_progress_and_resumes() {
+    let paced = paced(400);
+    let s = Server::start(&[
+        "--cuo-command",
+        &paced,
+        "--cors-origin",
+        "https://app.example",
+    ]);
+    let t = s.token(LOCAL, None);
+    let (body, task) = architect_task_result(&s, &t).await;
     let seen = cut_stream(&s, &t, &body).await;
     let last = &seen.last().unwrap().0;
     assert!(last.starts_with(&format!("{task}.{CUT_AFTER}.")), "{last}");
 
     let resumed = resume(&s, &t, last, &[("origin", "https://app.example")]).await;
-    assert_eq!(resumed.status, 200, "{}", resumed.text);
     // A browser page on a --cors-origin origin may resume and read the session header.
     assert_eq!(
         resumed.header("access-control-allow-origin"),
@@ -274,14 +299,7 @@ async fn a_waiting_tasks_result_streams_progress_and_resumes() {
         resumed.header("access-control-expose-headers"),
         Some("WWW-Authenticate, MCP-Session-Id")
     );
-    let (steps, answer) = steps_and_answer(&resumed.events(), &json!(70));
-    assert_eq!(steps, (CUT_AFTER as u64 + 1..=STEPS).collect::<Vec<_>>());
-    check_frame(&answer, Some("tasks/result"), false);
-    assert_eq!(answer["id"], 7);
-    assert_eq!(
-        answer["result"]["structuredContent"]["steps_executed"],
-        STEPS
-    );
+    let answer = resumed_result(&resumed, CUT_AFTER as u64);
     assert_eq!(
         answer["result"]["_meta"]["io.modelcontextprotocol/related-task"]["taskId"],
         task.as_str()
@@ -309,23 +327,7 @@ async fn sigterm_hands_a_stream_that_follows_another_instances_run_over_at_once(
     );
     let mut b = Server::start_at(dir.path(), &store);
     let t = a.token(LOCAL, None);
-    let created = a
-        .rpc(
-            &t,
-            1,
-            "tools/call",
-            json!({"name": "cyberos.cuo.execute_workflow", "arguments": architect(), "task": {}}),
-        )
-        .await;
-    let task = created["result"]["task"]["taskId"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let body = rpc(
-        7,
-        "tasks/result",
-        json!({"taskId": task, "_meta": {"progressToken": 70}}),
-    );
+    let (body, _) = architect_task_result(&a, &t).await;
     let resp = crate::support::http_server::open_stream(&b.client, b.url("/mcp"), &t, &body).await;
     assert_eq!(resp.status(), 200);
     let mut events = Events::new(resp);
@@ -341,19 +343,7 @@ async fn sigterm_hands_a_stream_that_follows_another_instances_run_over_at_once(
 
     let last = &events.seen.last().unwrap().0;
     let resumed = resume(&a, &t, last, &[]).await;
-    assert_eq!(resumed.status, 200, "{}", resumed.text);
-    let (steps, answer) = steps_and_answer(&resumed.events(), &json!(70));
-    assert_eq!(
-        steps,
-        (on_b.len() as u64 + 1..=STEPS).collect::<Vec<_>>(),
-        "each later step once, in order"
-    );
-    check_frame(&answer, Some("tasks/result"), false);
-    assert_eq!(answer["id"], 7);
-    assert_eq!(
-        answer["result"]["structuredContent"]["steps_executed"],
-        STEPS
-    );
+    resumed_result(&resumed, on_b.len() as u64);
 }
 
 #[tokio::test]
