@@ -197,22 +197,35 @@ fn stdio_streams() -> (Input, Output) {
     (Box::new(tokio::io::stdin()), Box::new(tokio::io::stdout()))
 }
 
+/// SIGTERM or Ctrl-C starts the graceful stop; a second one ends the process at once
+/// (exit 1), for an operator who will not wait for the grace and the drain.
 async fn cancel_on_signal(token: CancellationToken) {
+    if !stop_signal().await {
+        return;
+    }
+    tracing::info!("shutting down (a second SIGTERM or Ctrl-C exits at once)");
+    token.cancel();
+    if stop_signal().await {
+        tracing::warn!("second stop signal: exiting without waiting for runs or requests");
+        std::process::exit(EXIT_FAILED);
+    }
+}
+
+/// Waits for SIGTERM or Ctrl-C; `false` when they cannot be listened for.
+async fn stop_signal() -> bool {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};
         let Ok(mut term) = signal(SignalKind::terminate()) else {
-            return;
+            return false;
         };
         tokio::select! {
-            _ = term.recv() => {}
-            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => true,
+            r = tokio::signal::ctrl_c() => r.is_ok(),
         }
     }
     #[cfg(not(unix))]
-    let _ = tokio::signal::ctrl_c().await;
-    tracing::info!("shutting down");
-    token.cancel();
+    tokio::signal::ctrl_c().await.is_ok()
 }
 
 async fn migrate(config: &Config) -> i32 {

@@ -1,6 +1,7 @@
 //! SIGTERM on stdio: a call waiting for its run gets the run's outcome within the grace
 //! (5 s): the result of a run that ends in time, the failure of one that does not, which
-//! is killed. The bridge then exits 0 at once, however long the run would have taken.
+//! is killed. The bridge then exits 0 at once, however long the run would have taken. A
+//! second SIGTERM exits at once (1).
 
 use std::time::{Duration, Instant};
 
@@ -74,4 +75,17 @@ fn sigterm_fails_a_waiting_call_whose_run_outlasts_the_grace_and_exits() {
             .contains("the bridge running the task stopped"),
         "{answer}"
     );
+}
+
+#[test]
+fn a_second_sigterm_exits_at_once() {
+    let paced = paced(20_000);
+    let mut b = Bridge::initialized(&["--cuo-command", &paced, "--long-running", "wait"]);
+    waiting_call(&mut b);
+    sigterm(&b);
+    std::thread::sleep(Duration::from_millis(300));
+    sigterm(&b);
+    // Well inside the 5 s grace the first signal started.
+    let status = b.wait_exit(Duration::from_secs(3)).expect("exited at once");
+    assert_eq!(status.code(), Some(1));
 }
