@@ -64,9 +64,14 @@ fn the_kubernetes_manifests_fit_together() {
     assert_eq!(c["readinessProbe"]["httpGet"]["path"], "/readyz");
     // The preStop sleep and the bridge's own stop (its 10 s drain bounds it) fit in the
     // grace period, or the kubelet kills it mid-drain.
-    let sleep = c["lifecycle"]["preStop"]["sleep"]["seconds"].as_u64().unwrap();
+    let sleep = c["lifecycle"]["preStop"]["sleep"]["seconds"]
+        .as_u64()
+        .unwrap();
     let grace = pod["terminationGracePeriodSeconds"].as_u64().unwrap();
-    assert!(sleep >= 1 && grace >= sleep + 10 + 5, "{sleep} s + 10 s in {grace} s");
+    assert!(
+        sleep >= 1 && grace >= sleep + 10 + 5,
+        "{sleep} s + 10 s in {grace} s"
+    );
     assert_eq!(c["securityContext"]["readOnlyRootFilesystem"], true);
     assert_eq!(c["securityContext"]["allowPrivilegeEscalation"], false);
     // The Service reaches the container's named port; the bridge listens on it.

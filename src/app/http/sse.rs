@@ -276,9 +276,13 @@ async fn pump(
             biased;
             told = async { named.as_mut().expect("guarded").await }, if named.is_some() => {
                 named = None;
-                if let Ok(task) = told
-                    && !stream.named(task).await
-                {
+                let Ok(task) = told else { continue };
+                if !stream.named(task).await {
+                    return;
+                }
+                // Named after the shutdown began: a run elsewhere is handed over now.
+                if last_call.is_some() && !stop.runner.is_live(task) {
+                    stream.hand_over().await;
                     return;
                 }
             }
