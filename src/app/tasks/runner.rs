@@ -114,12 +114,20 @@ impl TaskRunner {
     /// # Errors
     /// `UpstreamUnavailable` when the store is down, or (with a retry delay) when the
     /// tenant already runs as many tasks here as it may, or this instance as many CUO
-    /// children as it may.
+    /// children as it may, or this instance is shutting down.
     pub async fn start(
         self: &Arc<Self>,
         ctx: CallCtx,
         new: NewRun,
     ) -> Result<(Task, Begin), DomainError> {
+        // A start counts as a run for the shutdown's wait until its run is spawned (then
+        // the run counts), so a start under way when the grace begins is waited for and
+        // then stopped with the others. Taken before the check: a shutdown that found
+        // nothing to wait for had closed the tracker before it.
+        let _starting = self.tracker.token();
+        if self.tracker.is_closed() {
+            return Err(shutting_down());
+        }
         // Taken before the first await, given back when the run ends or this start fails.
         let slot = self.slots.reserve(ctx.tenant).map_err(at_cap)?;
         let NewRun {
@@ -327,6 +335,17 @@ fn at_cap(full: Full) -> DomainError {
         message: message.into(),
         hint,
         retry_after: Some(AT_CAP_RETRY),
+        source: None,
+    }
+}
+
+/// The refusal of a run once SIGTERM has come: the caller retries, elsewhere or later.
+fn shutting_down() -> DomainError {
+    DomainError::UpstreamUnavailable {
+        upstream: Upstream::Cuo,
+        message: "the bridge is shutting down".into(),
+        hint: "It starts no new runs; retry in a moment (another instance, or this one restarted, takes the call).".into(),
+        retry_after: Some(Duration::from_secs(1)),
         source: None,
     }
 }

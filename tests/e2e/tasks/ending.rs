@@ -188,7 +188,7 @@ fn a_forged_stop_notification_kills_no_run() {
     assert_eq!(done["output"]["steps_executed"], 3, "{done}");
 }
 
-fn ctx(tenant: TenantId) -> CallCtx {
+pub(super) fn ctx(tenant: TenantId) -> CallCtx {
     CallCtx {
         tenant,
         actor: "tester".into(),
@@ -199,7 +199,7 @@ fn ctx(tenant: TenantId) -> CallCtx {
     }
 }
 
-fn workflow_run(clock: &dyn Clock) -> NewRun {
+pub(super) fn workflow_run(clock: &dyn Clock) -> NewRun {
     let now = clock.now();
     let timeout_at = now.plus_millis(60_000);
     NewRun {
