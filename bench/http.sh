@@ -17,6 +17,8 @@
 # the CPU per authenticated tools/call against the floor's per request.
 #
 # usage: bench/http.sh   env: DURATION=10s CONNECTIONS=32 THREADS=<nproc/2> IDLE_CONNS=1000
+#                              BENCH_BRIDGE=<binary> (another build under the same harness,
+#                              e.g. an older commit's release binary; default: this tree's)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -40,7 +42,7 @@ fi
 echo "== building release binaries" >&2
 cargo build --release --quiet --bin cyberos-mcp-bridge --example http_floor
 target=${CARGO_TARGET_DIR:-$root/target}
-bridge="$target/release/cyberos-mcp-bridge"
+bridge=${BENCH_BRIDGE:-$target/release/cyberos-mcp-bridge}
 floor="$target/release/examples/http_floor"
 
 tmp=$(mktemp -d)

@@ -1,7 +1,8 @@
 //! Stdio round-trip benchmark of the built binary, against a bare serde_json echo server
 //! measured in the same run (this file re-executes itself as that echo server).
 //!
-//! Run: `cargo bench --bench stdio` (add `-- --quick` for a short run). Reports p50/p99
+//! Run: `cargo bench --bench stdio` (add `-- --quick` for a short run; `BENCH_BRIDGE=<binary>`
+//! measures another build, e.g. an older commit's, with this harness). Reports p50/p99
 //! latency and messages/s, sequential and with 64 requests in flight, server CPU time per
 //! request (all threads' run time from /proc/PID/task/*/schedstat), time from process start
 //! to the first `initialize` answer, and idle RSS. The last line is the verdict: the CPU
@@ -12,7 +13,12 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-const BRIDGE: &str = env!("CARGO_BIN_EXE_cyberos-mcp-bridge");
+/// The binary under test: `BENCH_BRIDGE` when set (another build, e.g. an older commit's
+/// release binary, measured by the same harness on the same machine), else this build's.
+fn bridge_bin() -> String {
+    std::env::var("BENCH_BRIDGE")
+        .unwrap_or_else(|_| env!("CARGO_BIN_EXE_cyberos-mcp-bridge").to_owned())
+}
 
 #[path = "stdio/echo.rs"]
 mod echo;

@@ -11,6 +11,8 @@
 //! retried. Peak concurrency is the largest number of tasks whose runs overlapped, from
 //! their stored creation and last-update instants.
 //!
+//! `BENCH_BRIDGE=<binary>` measures another build (an older commit's, say) with this harness.
+//!
 //! Run: `cargo bench --bench tasks` (`-- --quick` for a short run, `-- --cap 32` to see the
 //! cap at work). Bounded: a fixed number of tasks, loopback only, a 120 s cap on waiting.
 //!
@@ -31,7 +33,12 @@ mod proc_status;
 #[allow(dead_code)]
 mod url;
 
-const BRIDGE: &str = env!("CARGO_BIN_EXE_cyberos-mcp-bridge");
+/// The binary under test: `BENCH_BRIDGE` when set (another build, e.g. an older commit's
+/// release binary, measured by the same harness on the same machine), else this build's.
+fn bridge_bin() -> String {
+    std::env::var("BENCH_BRIDGE")
+        .unwrap_or_else(|_| env!("CARGO_BIN_EXE_cyberos-mcp-bridge").to_owned())
+}
 
 struct Bridge {
     child: Child,
@@ -43,7 +50,7 @@ struct Bridge {
 impl Bridge {
     fn start(data: &std::path::Path, store: &[String], cap: usize) -> Bridge {
         let cap = cap.to_string();
-        let mut child = Command::new(BRIDGE)
+        let mut child = Command::new(bridge_bin())
             .arg("--dev")
             .arg("--data-dir")
             .arg(data)
@@ -289,7 +296,7 @@ fn fresh_database(admin: &str, name: &str) -> String {
     );
     admin_sql(admin, &format!("CREATE DATABASE \"{name}\""));
     let url = url::with_database(admin, name);
-    url::migrate_with(BRIDGE, &url);
+    url::migrate_with(&bridge_bin(), &url);
     url
 }
 
@@ -329,6 +336,6 @@ fn pin() -> Vec<String> {
         "pinned: this process and the bridge on CPU 0, CUO children on CPUs 1-{}",
         cpus - 1
     );
-    let command = format!("taskset -c 1-{} {BRIDGE} cuo-runner", cpus - 1);
+    let command = format!("taskset -c 1-{} {} cuo-runner", cpus - 1, bridge_bin());
     vec!["--cuo-command".into(), command]
 }

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use super::BRIDGE;
+use super::bridge_bin;
 
 pub struct Stats {
     pub per_sec: f64,
@@ -74,7 +74,7 @@ impl Server {
     }
 
     fn bridge_with(data: &std::path::Path, skills: &str, extra: &[&str]) -> Server {
-        let mut cmd = Command::new(BRIDGE);
+        let mut cmd = Command::new(bridge_bin());
         cmd.arg("--dev")
             .arg("--data-dir")
             .arg(data)
