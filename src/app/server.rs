@@ -157,20 +157,23 @@ async fn dispatch(
             params.as_ref().map_err(bad)?;
             Ok(Reply::Raw(app.registry().listing_text()))
         }
+        // The handlers' futures are boxed: inline, the largest of them set the size of every
+        // request's future, which a transport moves into a task (kilobytes copied per
+        // `ping`).
         Method::ToolsCall(params) => {
             let call = call.expect("answer() opens a span for every tools/call");
-            tools::call(app, session, params, call).await
+            Box::pin(tools::call(app, session, params, call)).await
         }
-        Method::TasksGet(task) => tasks::methods::get(app, session, task, trace)
+        Method::TasksGet(task) => Box::pin(tasks::methods::get(app, session, task, trace))
             .await
             .map(Reply::Json),
-        Method::TasksResult(task) => tasks::methods::result(app, session, task, trace)
+        Method::TasksResult(task) => Box::pin(tasks::methods::result(app, session, task, trace))
             .await
             .map(Reply::Json),
-        Method::TasksList(cursor) => tasks::methods::list(app, session, cursor, trace)
+        Method::TasksList(cursor) => Box::pin(tasks::methods::list(app, session, cursor, trace))
             .await
             .map(Reply::Json),
-        Method::TasksCancel(task) => tasks::methods::cancel(app, session, task, trace)
+        Method::TasksCancel(task) => Box::pin(tasks::methods::cancel(app, session, task, trace))
             .await
             .map(Reply::Json),
         // Newer clients probe with `server/discover`; -32601 tells them to fall back to

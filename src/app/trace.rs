@@ -1,9 +1,14 @@
-//! Fresh trace and span ids from the operating system's CSPRNG.
+//! Fresh random ids: secrets (task ids, session nonces, idempotency keys) straight from
+//! the operating system's CSPRNG; trace and span ids, drawn on every request, from a
+//! thread-local CSPRNG the OS seeds (`rand::rng`, ChaCha12), which saves two `getrandom`
+//! system calls per call.
+
+use rand::RngCore;
 
 use crate::domain::TraceId;
 
-/// `N` random bytes. The OS generator only fails when the platform has none, which the
-/// bridge cannot run without.
+/// `N` random bytes from the OS. The OS generator only fails when the platform has none,
+/// which the bridge cannot run without.
 pub fn random_bytes<const N: usize>() -> [u8; N] {
     let mut buf = [0u8; N];
     getrandom::fill(&mut buf)
@@ -11,14 +16,22 @@ pub fn random_bytes<const N: usize>() -> [u8; N] {
     buf
 }
 
+/// `N` random bytes from this thread's generator, for ids that must be unique and
+/// unpredictable but are not secrets (W3C trace context).
+fn id_bytes<const N: usize>() -> [u8; N] {
+    let mut buf = [0u8; N];
+    rand::rng().fill_bytes(&mut buf);
+    buf
+}
+
 /// A new trace id.
 pub fn new_trace_id() -> TraceId {
-    TraceId::from_bytes(random_bytes())
+    TraceId::from_bytes(id_bytes())
 }
 
 /// A new, non-zero span id.
 pub fn new_span_id() -> [u8; 8] {
-    let mut id = random_bytes::<8>();
+    let mut id = id_bytes::<8>();
     if id == [0; 8] {
         id[7] = 1;
     }

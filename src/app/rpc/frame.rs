@@ -9,7 +9,7 @@ use serde_json::{Map, Value, json};
 
 use super::error::{INVALID_REQUEST, PARSE_ERROR, RpcError};
 use super::id::RequestId;
-use super::method::{Method, Notice};
+use super::method::{CallParams, Method, Notice};
 
 /// A request from the peer.
 #[derive(Debug)]
@@ -72,12 +72,84 @@ pub struct FrameError {
 
 /// Reads one frame. Only the JSON-RPC envelope is checked here; params are the
 /// dispatcher's business.
+///
+/// A frame is read in place first (`envelope`: its members borrowed, no tree built);
+/// whatever that reader does not take (a frame that is not one object with each member
+/// once, or not JSON at all) is read as a tree, which has the last word on odd frames.
 pub fn parse_frame(bytes: &[u8]) -> Result<Incoming, FrameError> {
-    let value: Value = serde_json::from_slice(bytes).map_err(|_| FrameError {
-        code: PARSE_ERROR,
-        message: "parse error: the message is not valid JSON",
-        id: None,
-    })?;
+    read_in_place(bytes).unwrap_or_else(|| parse_tree(bytes))
+}
+
+/// Reads a frame from its borrowed envelope, with the tree reader's checks in its order
+/// (id, version, method); `None` hands the frame to the tree reader.
+fn read_in_place(bytes: &[u8]) -> Option<Result<Incoming, FrameError>> {
+    let envelope = envelope::read(bytes)?;
+    let invalid = |message, id: Option<RequestId>| {
+        Some(Err(FrameError {
+            code: INVALID_REQUEST,
+            message,
+            id,
+        }))
+    };
+    let id = match envelope.id {
+        None => None,
+        Some(raw) => match RequestId::from_value(&envelope::value(raw)?) {
+            Some(id) => Some(id),
+            None => return invalid("invalid request: id must be a string or an integer", None),
+        },
+    };
+    let version = match envelope.jsonrpc {
+        Some(raw) => envelope::string(raw)?.is_some_and(|v| v == "2.0"),
+        None => false,
+    };
+    if !version {
+        return invalid("invalid request: jsonrpc must be \"2.0\"", id);
+    }
+    let Some(method) = envelope.method else {
+        let Some(id) = id else {
+            return invalid(
+                "invalid request: a message needs a method, or an id and a result",
+                None,
+            );
+        };
+        let outcome = match (envelope.result, envelope.error) {
+            (Some(r), None) => Ok(envelope::value(r)?),
+            (None, Some(e)) => Err(envelope::value(e)?),
+            _ => {
+                return invalid(
+                    "invalid request: a response needs exactly one of result and error",
+                    Some(id),
+                );
+            }
+        };
+        return Some(Ok(Incoming::Response(PeerResponse { id, outcome })));
+    };
+    let Some(name) = envelope::string(method)? else {
+        return invalid("invalid request: method must be a string", id);
+    };
+    let params = envelope.params;
+    Some(Ok(match id {
+        Some(id) if name == "tools/call" && params.is_some() => {
+            let (members, meta) = envelope::call_members(params?)?;
+            let trace = TraceMeta::of(&meta);
+            let method = Method::ToolsCall(CallParams::from_members(members, meta));
+            Incoming::Request(Request { id, method, trace })
+        }
+        Some(id) => Incoming::Request(Request::new(id, &name, &envelope::value_or_null(params)?)),
+        None => Incoming::Notification(Notice::parse(&name, &envelope::value_or_null(params)?)),
+    }))
+}
+
+/// The refusal of a frame that is not JSON.
+const NOT_JSON: FrameError = FrameError {
+    code: PARSE_ERROR,
+    message: "parse error: the message is not valid JSON",
+    id: None,
+};
+
+/// Reads a frame as a `Value` tree: the general reader.
+fn parse_tree(bytes: &[u8]) -> Result<Incoming, FrameError> {
+    let value: Value = serde_json::from_slice(bytes).map_err(|_| NOT_JSON)?;
     let Value::Object(mut obj) = value else {
         let message = if value.is_array() {
             "invalid request: batches are not supported in MCP 2025-11-25; send one message per line"
@@ -144,12 +216,19 @@ fn read_method(name: &str, params: &Value) -> (Method, TraceMeta) {
         .and_then(Value::as_object)
         .cloned()
         .unwrap_or_default();
-    let text = |key: &str| meta.get(key).and_then(Value::as_str).map(str::to_owned);
-    let trace = TraceMeta {
-        traceparent: text("traceparent"),
-        tracestate: text("tracestate"),
-    };
+    let trace = TraceMeta::of(&meta);
     (Method::parse(name, params, meta), trace)
+}
+
+impl TraceMeta {
+    /// The trace members of a request's `_meta`.
+    fn of(meta: &Map<String, Value>) -> TraceMeta {
+        let text = |key: &str| meta.get(key).and_then(Value::as_str).map(str::to_owned);
+        TraceMeta {
+            traceparent: text("traceparent"),
+            tracestate: text("tracestate"),
+        }
+    }
 }
 
 /// A method's result: a value, or JSON text serialized once and reused (`tools/list`).
@@ -210,98 +289,6 @@ pub fn notification(method: &str, params: Value) -> String {
     text_of(&json!({ "jsonrpc": "2.0", "method": method, "params": params }))
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::domain::TraceId;
-
-    fn frame_error(bytes: &str) -> FrameError {
-        parse_frame(bytes.as_bytes()).unwrap_err()
-    }
-
-    #[test]
-    fn malformed_json_is_a_parse_error_without_id() {
-        let e = frame_error("{\"jsonrpc\":\"2.0\",");
-        assert_eq!((e.code, e.id), (PARSE_ERROR, None));
-    }
-
-    #[test]
-    fn arrays_and_scalars_are_invalid_requests_without_id() {
-        for text in [
-            "[]",
-            "[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}]",
-            "1",
-            "\"x\"",
-            "null",
-        ] {
-            let e = frame_error(text);
-            assert_eq!((e.code, e.id), (INVALID_REQUEST, None), "{text}");
-        }
-    }
-
-    #[test]
-    fn a_bad_id_is_not_echoed() {
-        for id in ["null", "1.5", "true", "{}", "[]"] {
-            let e = frame_error(&format!(
-                "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"ping\"}}"
-            ));
-            assert_eq!((e.code, e.id), (INVALID_REQUEST, None), "{id}");
-        }
-    }
-
-    #[test]
-    fn a_wrong_version_keeps_the_id() {
-        let e = frame_error("{\"jsonrpc\":\"1.0\",\"id\":7,\"method\":\"ping\"}");
-        assert_eq!((e.code, e.id), (INVALID_REQUEST, Some(RequestId::Int(7))));
-    }
-
-    #[test]
-    fn requests_notifications_and_responses_are_told_apart() {
-        let r = parse_frame(br#"{"jsonrpc":"2.0","id":"a","method":"ping","extra":1}"#).unwrap();
-        assert!(
-            matches!(r, Incoming::Request(Request { id: RequestId::Str(ref s), .. }) if s == "a")
-        );
-        let n = parse_frame(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#).unwrap();
-        assert!(matches!(n, Incoming::Notification(_)));
-        let p = parse_frame(br#"{"jsonrpc":"2.0","id":3,"result":{}}"#).unwrap();
-        assert!(matches!(
-            p,
-            Incoming::Response(PeerResponse { outcome: Ok(_), .. })
-        ));
-        let big =
-            parse_frame(br#"{"jsonrpc":"2.0","id":18446744073709551615,"method":"ping"}"#).unwrap();
-        assert!(matches!(
-            big,
-            Incoming::Request(Request {
-                id: RequestId::UInt(u64::MAX),
-                ..
-            })
-        ));
-    }
-
-    #[test]
-    fn a_request_carries_its_parsed_method_and_trace_context() {
-        let r = parse_frame(
-            br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","_meta":{"traceparent":"tp","tracestate":"a=1"}}}"#,
-        )
-        .unwrap();
-        let Incoming::Request(r) = r else { panic!() };
-        assert!(
-            matches!(&r.method, Method::ToolsCall(Ok(c)) if c.name == "x" && c.meta.len() == 2)
-        );
-        assert_eq!(r.trace.traceparent.as_deref(), Some("tp"));
-        assert_eq!(r.trace.tracestate.as_deref(), Some("a=1"));
-    }
-
-    #[test]
-    fn error_frames_omit_an_unknown_id() {
-        let err = RpcError::protocol(PARSE_ERROR, "x", "y", TraceId::from_bytes([1; 16]));
-        let frame: Value = serde_json::from_str(&failure(None, &err)).unwrap();
-        assert!(frame.get("id").is_none());
-        assert_eq!(frame["error"]["data"]["trace_id"], "01".repeat(16));
-    }
-}
-
 /// A value serialized straight into a buffer: about a third of the instructions of its
 /// `Display` (`to_string`), which goes through `fmt::Write` piece by piece.
 pub fn text_of(value: &Value) -> String {
@@ -313,5 +300,8 @@ pub fn text_of(value: &Value) -> String {
     }
 }
 
+mod envelope;
 #[cfg(test)]
 mod proptests;
+#[cfg(test)]
+mod tests;

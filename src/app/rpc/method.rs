@@ -216,34 +216,64 @@ impl TaskRef {
     }
 }
 
+/// The members of `tools/call` params the bridge reads, each as sent (`None` when absent).
+#[derive(Debug, Default)]
+pub(super) struct CallMembers {
+    pub(super) name: Option<Value>,
+    pub(super) arguments: Option<Value>,
+    pub(super) task: Option<Value>,
+    /// The seed's top-level `"mcp/sampling/elicit_confirm"`.
+    pub(super) seed_confirm: Option<Value>,
+}
+
 impl CallParams {
     /// The hint for any malformed `tools/call` params.
     const HINT: &'static str = "Send {\"name\": \"<tool>\", \"arguments\": {...}}.";
 
     fn parse(params: &Value, meta: Map<String, Value>) -> Result<CallParams, BadParams> {
-        let bad = |m: &str| BadParams::new(m, CallParams::HINT);
         let Value::Object(p) = params else {
-            return Err(bad("tools/call params must be an object"));
+            return Err(BadParams::new(
+                "tools/call params must be an object",
+                Self::HINT,
+            ));
         };
-        let Some(Value::String(name)) = p.get("name") else {
+        let member = |key: &str| p.get(key).cloned();
+        CallParams::from_members(
+            CallMembers {
+                name: member("name"),
+                arguments: member("arguments"),
+                task: member("task"),
+                seed_confirm: member("mcp/sampling/elicit_confirm"),
+            },
+            meta,
+        )
+    }
+
+    /// The params from their members (each as sent, `null` included), by the one set of
+    /// rules both frame readers share.
+    pub(super) fn from_members(
+        members: CallMembers,
+        meta: Map<String, Value>,
+    ) -> Result<CallParams, BadParams> {
+        let bad = |m: &str| BadParams::new(m, CallParams::HINT);
+        let Some(Value::String(name)) = members.name else {
             return Err(bad("tools/call needs params.name, a string"));
         };
-        let arguments = match p.get("arguments") {
+        let arguments = match members.arguments {
             None | Some(Value::Null) => Value::Object(Map::new()),
-            Some(v @ Value::Object(_)) => v.clone(),
+            Some(v @ Value::Object(_)) => v,
             Some(_) => return Err(bad("tools/call params.arguments must be an object")),
         };
-        let task = match p.get("task") {
+        let task = match members.task {
             None | Some(Value::Null) => None,
-            Some(Value::Object(t)) => Some(t.clone()),
+            Some(Value::Object(t)) => Some(t),
             Some(_) => return Err(bad("tools/call params.task must be an object")),
         };
-        let seed_confirm = p.get("mcp/sampling/elicit_confirm") == Some(&Value::Bool(true));
         Ok(CallParams {
-            name: name.clone(),
+            name,
             arguments,
             meta,
-            seed_confirm,
+            seed_confirm: members.seed_confirm == Some(Value::Bool(true)),
             task,
         })
     }
