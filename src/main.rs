@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use clap::{CommandFactory, FromArgMatches};
 use tracing_subscriber::Layer;
+use tracing_subscriber::fmt::writer::BoxMakeWriter;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 
@@ -50,7 +51,12 @@ fn main() {
     } else {
         "warn"
     };
-    init_logs(config.log_format, otlp.as_ref().map(|o| o.tracer()), level);
+    init_logs(
+        config.log_format,
+        otlp.as_ref().map(|o| o.tracer()),
+        level,
+        serving,
+    );
     // stdio serves one client: a single-threaded reactor avoids a cross-thread wake-up per
     // message (measured in benches/stdio.rs). HTTP serves many and uses every core. The
     // bundled CUO runner handles one request at a time, whatever the transport setting,
@@ -81,6 +87,7 @@ fn main() {
     wiring::flush_telemetry(otlp, meters, FLUSH_WAIT);
     // Do not wait for stray blocking reads (stdin) on the way out.
     runtime.shutdown_timeout(Duration::from_millis(200));
+    telemetry::logs::flush();
     std::process::exit(code);
 }
 
@@ -89,16 +96,24 @@ fn usage_error(e: &dyn std::fmt::Display) -> ! {
     std::process::exit(EXIT_USAGE);
 }
 
-/// Logs go to stderr only: on stdio, stdout carries protocol frames and nothing else.
+/// Logs go to stderr only: on stdio, stdout carries protocol frames and nothing else. A
+/// serving bridge writes them from a thread of their own (`telemetry::logs`); a one-shot
+/// command or a CUO runner child, which log little, writes them in place.
 /// `RUST_LOG` filters the logs, not the exported spans.
 fn init_logs(
     format: LogFormat,
     tracer: Option<opentelemetry_sdk::trace::SdkTracer>,
     default_level: &str,
+    serving: bool,
 ) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_level));
-    let fmt = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
+    let writer = if serving {
+        BoxMakeWriter::new(telemetry::logs::stderr_writer())
+    } else {
+        BoxMakeWriter::new(std::io::stderr)
+    };
+    let fmt = tracing_subscriber::fmt::layer().with_writer(writer);
     let logs = match format {
         LogFormat::Text => fmt.with_ansi(false).with_filter(filter).boxed(),
         LogFormat::Json => fmt.json().with_filter(filter).boxed(),

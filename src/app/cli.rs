@@ -207,6 +207,7 @@ async fn cancel_on_signal(token: CancellationToken) {
     token.cancel();
     if stop_signal().await {
         tracing::warn!("second stop signal: exiting without waiting for runs or requests");
+        crate::app::telemetry::logs::flush();
         std::process::exit(EXIT_FAILED);
     }
 }

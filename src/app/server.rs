@@ -50,7 +50,8 @@ pub async fn handle(app: &App, session: &Session, message: Incoming) -> Option<S
 
 /// Handles one request; also says what HTTP needs for its status.
 pub async fn answer(app: &App, session: &Session, req: Request) -> Answer {
-    let started = Instant::now();
+    // A `tools/call` is timed by its span.
+    let started = (!matches!(req.method, Method::ToolsCall(_))).then(Instant::now);
     // The caller's trace: `params._meta.traceparent` (with its `tracestate`), else the
     // transport's (HTTP headers); otherwise a new one starts.
     let parent = Parent::from_headers(
@@ -77,14 +78,16 @@ pub async fn answer(app: &App, session: &Session, req: Request) -> Answer {
     match &call {
         // Failures before the tool ran (params, unknown tool, session state); a call
         // that reached its tool has already recorded its outcome.
-        Some(call) => call.finish(match &result {
-            Ok(_) => Outcome::Success,
-            Err(e) => Outcome::Failed(e.class),
-        }),
+        Some(call) => {
+            let _ = call.finish(match &result {
+                Ok(_) => Outcome::Success,
+                Err(e) => Outcome::Failed(e.class),
+            });
+        }
         None => telemetry::request_ended(
             req.method.known_name().unwrap_or(telemetry::OTHER),
             result.as_ref().err().map(|e| e.class),
-            started.elapsed(),
+            started.map_or_else(Duration::default, |s| s.elapsed()),
             session.network(),
         ),
     }

@@ -248,20 +248,30 @@ impl From<Value> for Reply {
 
 /// A success response frame, serialized (one line, no trailing newline).
 pub fn success(id: &RequestId, result: &Reply) -> String {
-    let id = id.to_value();
     match result {
         // Serialized straight into the frame: `format!` with a `Value` goes through its
         // `Display`, piece by piece, at about three times the instructions.
         Reply::Json(result) => {
             let frame = Success {
                 jsonrpc: "2.0",
-                id: &id,
+                id,
                 result,
             };
-            serde_json::to_string(&frame)
-                .unwrap_or_else(|_| format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{result}}}"#))
+            serde_json::to_string(&frame).unwrap_or_else(|_| {
+                let id = id.to_value();
+                format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{result}}}"#)
+            })
         }
-        Reply::Raw(text) => format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{text}}}"#),
+        // A result serialized before: copied behind the envelope.
+        Reply::Raw(text) => {
+            let mut frame = String::with_capacity(text.len() + 64);
+            frame.push_str(r#"{"jsonrpc":"2.0","id":"#);
+            id.write_json(&mut frame);
+            frame.push_str(r#","result":"#);
+            frame.push_str(text);
+            frame.push('}');
+            frame
+        }
     }
 }
 
@@ -269,7 +279,7 @@ pub fn success(id: &RequestId, result: &Reply) -> String {
 #[derive(serde::Serialize)]
 struct Success<'a> {
     jsonrpc: &'static str,
-    id: &'a Value,
+    id: &'a RequestId,
     result: &'a Value,
 }
 

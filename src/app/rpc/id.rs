@@ -2,8 +2,9 @@
 
 use serde_json::Value;
 
-/// A request id: a string or an integer, never null.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+/// A request id: a string or an integer, never null; serialized as it was sent.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(untagged)]
 pub enum RequestId {
     /// A signed integer id.
     Int(i64),
@@ -33,6 +34,21 @@ impl RequestId {
             RequestId::UInt(u) => Value::from(*u),
             RequestId::Str(s) => Value::String(s.clone()),
         }
+    }
+
+    /// Appends the id as JSON.
+    pub fn write_json(&self, out: &mut String) {
+        use std::fmt::Write;
+        // Writing to a `String` cannot fail.
+        let _ = match self {
+            RequestId::Int(i) => write!(out, "{i}"),
+            RequestId::UInt(u) => write!(out, "{u}"),
+            // A string always serializes.
+            RequestId::Str(s) => {
+                out.push_str(&serde_json::to_string(s).unwrap_or_default());
+                Ok(())
+            }
+        };
     }
 
     /// The id as plain text, for span attributes and logs (long strings shortened).

@@ -15,6 +15,7 @@
 
 mod context;
 mod layer;
+pub mod logs;
 mod metrics;
 mod outcome;
 mod span;

@@ -66,8 +66,12 @@ impl CallSpan {
             sampled,
             otel,
         } = join_trace(&span, parent, None);
-        span.record("cyberos.trace_id", trace_id.to_hex().as_str());
-        span.record("span_id", hex_lower(&span_id).as_str());
+        // The ids in text, for the log lines written inside the span (none when logs
+        // below `info` are off and nothing exports: the span is disabled).
+        if !span.is_disabled() {
+            span.record("cyberos.trace_id", trace_id.to_hex().as_str());
+            span.record("span_id", hex_lower(&span_id).as_str());
+        }
         let attributes = otel.then(|| {
             [
                 KeyValue::new("cyberos.plugin_id", PLUGIN_ID),
@@ -145,9 +149,10 @@ impl CallSpan {
         }
     }
 
-    /// Ends the call with its outcome; later calls change nothing.
-    pub fn finish(&self, outcome: Outcome) {
-        self.timed.end(outcome);
+    /// Ends the call with its outcome and says how long it took; later calls change
+    /// nothing (`None`).
+    pub fn finish(&self, outcome: Outcome) -> Option<std::time::Duration> {
+        self.timed.end(outcome)
     }
 }
 
@@ -202,7 +207,7 @@ impl TaskSpan {
 
     /// Ends the run with its outcome.
     pub fn finish(&self, outcome: Outcome) {
-        self.timed.end(outcome);
+        let _ = self.timed.end(outcome);
     }
 }
 

@@ -70,9 +70,10 @@ impl Timed {
         }
     }
 
-    pub(super) fn end(&self, result: Outcome) {
+    /// Records the outcome and the duration, once; says the duration the first time.
+    pub(super) fn end(&self, result: Outcome) -> Option<std::time::Duration> {
         if self.ended.swap(true, Ordering::AcqRel) {
-            return;
+            return None;
         }
         let took = self.started.elapsed();
         let tenant = self.tenant.get();
@@ -86,7 +87,7 @@ impl Timed {
             self.span.record("cyberos.tenant_id", "unknown");
         }
         if !self.otel {
-            return;
+            return Some(took);
         }
         let ms = i64::try_from(took.as_millis()).unwrap_or(i64::MAX);
         self.span.set_attribute("cyberos.duration_ms", ms);
@@ -97,12 +98,13 @@ impl Timed {
         } else {
             self.span.set_status(Status::Ok);
         }
+        Some(took)
     }
 }
 
 impl Drop for Timed {
     fn drop(&mut self) {
-        self.end(if std::thread::panicking() {
+        let _ = self.end(if std::thread::panicking() {
             Outcome::Panic
         } else {
             Outcome::Cancelled

@@ -2,8 +2,6 @@
 //! exists → scope → argument schema → confirmation → upstream. The confirmation gate is
 //! here, not in handlers, so no tool with destructive or external effects can skip it.
 
-use std::time::Instant;
-
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
@@ -44,13 +42,14 @@ pub async fn call(
             trace,
         ));
     };
-    let started = Instant::now();
     let outcome = run_tool(app, session, &principal, tool, call, span).await;
-    let duration_ms = started.elapsed().as_millis() as u64;
     let result = outcome
         .as_ref()
         .map_or_else(|e| Outcome::Failed(e.class()), |_| Outcome::Success);
-    span.finish(result);
+    // The call's duration, as its span records it.
+    let duration_ms = span
+        .finish(result)
+        .map_or(0, |took| took.as_millis() as u64);
     tracing::info!(tool = tool.name(), tenant = %principal.tenant, outcome = result.as_str(), duration_ms, "tool call");
     outcome.or_else(|err| tool_failure(app, &err, trace).map(Reply::Json))
 }

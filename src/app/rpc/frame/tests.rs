@@ -84,3 +84,25 @@ fn error_frames_omit_an_unknown_id() {
     assert!(frame.get("id").is_none());
     assert_eq!(frame["error"]["data"]["trace_id"], "01".repeat(16));
 }
+
+#[test]
+fn success_frames_carry_the_id_as_sent_around_either_kind_of_result() {
+    let ids = [
+        RequestId::Int(-7),
+        RequestId::UInt(u64::MAX),
+        RequestId::Str("a \"quoted\" id\n".into()),
+    ];
+    let result = json!({"ok": [1, "two"]});
+    for id in ids {
+        for reply in [
+            Reply::Json(result.clone()),
+            Reply::Raw(result.to_string().into()),
+        ] {
+            let frame: Value = serde_json::from_str(&success(&id, &reply)).unwrap();
+            assert_eq!(
+                frame,
+                json!({"jsonrpc": "2.0", "id": id.to_value(), "result": result})
+            );
+        }
+    }
+}
