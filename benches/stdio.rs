@@ -5,8 +5,10 @@
 //! measures another build, e.g. an older commit's, with this harness). Reports p50/p99
 //! latency and messages/s, sequential and with 64 requests in flight, server CPU time per
 //! request (all threads' run time from /proc/PID/task/*/schedstat), time from process start
-//! to the first `initialize` answer, and idle RSS. The last line is the verdict: the CPU
-//! per authenticated `tools/call` against the echo's per message.
+//! to the first `initialize` answer, and idle RSS; then the sequential echo and call again
+//! with this process and the server placed on one CPU and on two. The last lines are the
+//! verdict: the CPU per authenticated `tools/call` against the echo's per message,
+//! unpinned and in each placement.
 //! Bounded: a fixed number of requests per scenario, loopback pipes only.
 
 use std::time::{Duration, Instant};
@@ -119,7 +121,9 @@ fn main() {
         bridge.pipelined(&personas, n / 2, 16),
     );
     drop(bridge);
+    drop(echo);
     collector_down(&data, skills, &call, n);
+    let placed = placements(&data, skills, &call, n);
     let _ = std::fs::remove_dir_all(&data);
     // The verdict last: an authenticated short call against the bare echo, same run.
     println!(
@@ -128,6 +132,74 @@ fn main() {
         call_pipe.cpu_us_per_req / echo_pipe.cpu_us_per_req,
         call_seq.per_sec / echo_seq.per_sec
     );
+    for (name, echo, call) in placed {
+        println!(
+            "  placed {name}: CPU per call {:.2}× sequential (echo {:.2} µs, call {:.2} µs); throughput {:.2}×",
+            call.cpu_us_per_req / echo.cpu_us_per_req,
+            echo.cpu_us_per_req,
+            call.cpu_us_per_req,
+            call.per_sec / echo.per_sec
+        );
+    }
+}
+
+/// The sequential echo and call again with the server placed the same way for both: on
+/// this process's CPU, and on a CPU of its own. Unpinned, the scheduler may keep a
+/// server that answers in a few µs (the echo) on its client's CPU, where a round trip is
+/// a switch between two threads, and wake one that takes longer (the bridge) on the other
+/// CPU, where each message costs a cross-CPU wake-up, which on a VM that never polls in
+/// idle is tens of µs of the woken side's CPU time: two placements compared.
+fn placements(
+    data: &std::path::Path,
+    skills: &str,
+    call: &Value,
+    n: u64,
+) -> Vec<(&'static str, Stats, Stats)> {
+    use nix::sched::{CpuSet, sched_getaffinity, sched_setaffinity};
+    use nix::unistd::Pid;
+    let me = Pid::from_raw(0);
+    let Ok(all) = sched_getaffinity(me) else {
+        return Vec::new();
+    };
+    let cpus: Vec<usize> = (0..CpuSet::count())
+        .filter(|&c| all.is_set(c).unwrap_or(false))
+        .collect();
+    let pin = |cpu: usize| {
+        let mut set = CpuSet::new();
+        set.set(cpu).expect("a CPU of this machine");
+        sched_setaffinity(me, &set).expect("pinning this process");
+    };
+    let ping = json!({"method": "ping"});
+    let mut rows = Vec::new();
+    let mut layouts = vec![("on one CPU", cpus[0])];
+    if let Some(&other) = cpus.get(1) {
+        layouts.push(("on two CPUs", other));
+    }
+    println!(
+        "\nplaced: this process on CPU {}, the server on CPU …",
+        cpus[0]
+    );
+    for (name, server_cpu) in layouts {
+        // A child inherits the affinity of the thread that starts it, and its threads
+        // inherit the child's.
+        pin(server_cpu);
+        let mut echo = Server::echo();
+        let mut bridge = Server::bridge(&data.join(format!("placed-{server_cpu}")), skills);
+        pin(cpus[0]);
+        bridge.sequential(call, n / 10);
+        echo.sequential(&ping, n / 10);
+        let e = report(
+            &format!("{name} ({server_cpu}): echo, sequential"),
+            echo.sequential(&ping, n),
+        );
+        let c = report(
+            &format!("{name} ({server_cpu}): tools/call, sequential"),
+            bridge.sequential(call, n),
+        );
+        rows.push((name, e, c));
+    }
+    let _ = sched_setaffinity(me, &all);
+    rows
 }
 
 /// CONTRACT §9: a down collector never slows a call. The same tools/call with no exporter,

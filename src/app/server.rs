@@ -59,8 +59,10 @@ pub async fn answer(app: &App, session: &Session, req: Request) -> Answer {
         req.trace.tracestate.as_deref(),
     )
     .or_else(|| session.traceparent().cloned());
-    let call = matches!(req.method, Method::ToolsCall(_))
-        .then(|| CallSpan::start(parent.as_ref(), &req.id.to_text(), session.network()));
+    let call = matches!(req.method, Method::ToolsCall(_)).then(|| {
+        let tenant = session.principal().map(|p| p.tenant);
+        CallSpan::start(parent.as_ref(), &req.id, session.network(), tenant)
+    });
     let trace = telemetry::request_trace_id(call.as_ref(), parent.as_ref());
     let work =
         AssertUnwindSafe(dispatch(app, session, &req.method, trace, call.as_ref())).catch_unwind();

@@ -1,6 +1,6 @@
 //! The tracing-opentelemetry layer: which spans become OTel spans.
 
-use super::timed::{TARGET, UNEXPORTED};
+use super::timed::{TARGET, UNEXPORTED, otel_installed};
 
 /// The tracing-opentelemetry layer for `tracer`: only [`TARGET`] spans become OTel spans
 /// (so the HTTP and gRPC stacks' own spans are never exported, the exporter's included),
@@ -13,6 +13,7 @@ where
     T::Span: Send + Sync,
 {
     use tracing_subscriber::Layer;
+    otel_installed();
     tracing_opentelemetry::layer()
         .with_tracer(tracer)
         .with_context_activation(false)

@@ -11,8 +11,8 @@ use tracing_opentelemetry::OpenTelemetrySpanExt;
 use super::context::Parent;
 use super::metrics;
 use super::outcome::Outcome;
-use super::timed::{Kind, TARGET, Timed, UNEXPORTED, exporting};
-use crate::app::rpc::PROTOCOL_VERSION;
+use super::timed::{Kind, TARGET, Timed, UNEXPORTED, exporting, otel_records};
+use crate::app::rpc::{PROTOCOL_VERSION, RequestId};
 use crate::app::trace::{new_span_id, new_trace_id, request_trace};
 use crate::domain::ids::hex_lower;
 use crate::domain::task::Task;
@@ -51,34 +51,53 @@ pub struct CallSpan {
 
 impl CallSpan {
     /// Opens the span, continuing `parent`'s trace when there is one. `request_id` is the
-    /// JSON-RPC id as text; `transport` is `pipe` (stdio) or `tcp` (HTTP).
-    pub fn start(parent: Option<&Parent>, request_id: &str, transport: &'static str) -> CallSpan {
-        let span = gated_span!(
-            "tools/call",
-            otel.kind = "server",
-            cyberos.trace_id = Empty,
-            span_id = Empty,
-            cyberos.tenant_id = Empty,
-        );
+    /// JSON-RPC id; `transport` is `pipe` (stdio) or `tcp` (HTTP); `tenant` is the
+    /// caller's when the transport verified it already (HTTP).
+    pub fn start(
+        parent: Option<&Parent>,
+        request_id: &RequestId,
+        transport: &'static str,
+        tenant: Option<TenantId>,
+    ) -> CallSpan {
+        let (span, joined) = if otel_records() {
+            let span = gated_span!(
+                "tools/call",
+                otel.kind = "server",
+                cyberos.trace_id = Empty,
+                span_id = Empty,
+                cyberos.tenant_id = tenant.map(tracing::field::display),
+            );
+            // The OTel layer draws the ids as the span opens; the log layer gets them after.
+            let joined = join_trace(&span, parent, None);
+            span.record("cyberos.trace_id", tracing::field::display(joined.trace_id));
+            span.record("span_id", tracing::field::display(Hex(&joined.span_id)));
+            (span, joined)
+        } else {
+            // Ours to draw: the span opens with every field it has, since each field
+            // recorded later is formatted again for the log layer.
+            let joined = own_ids(parent);
+            let span = gated_span!(
+                "tools/call",
+                otel.kind = "server",
+                cyberos.trace_id = %joined.trace_id,
+                span_id = %Hex(&joined.span_id),
+                cyberos.tenant_id = tenant.map(tracing::field::display),
+            );
+            (span, joined)
+        };
         let Joined {
             trace_id,
             span_id,
             sampled,
             otel,
-        } = join_trace(&span, parent, None);
-        // The ids in text, for the log lines written inside the span (none when logs
-        // below `info` are off and nothing exports: the span is disabled).
-        if !span.is_disabled() {
-            span.record("cyberos.trace_id", trace_id.to_hex().as_str());
-            span.record("span_id", hex_lower(&span_id).as_str());
-        }
+        } = joined;
         let attributes = otel.then(|| {
             [
                 KeyValue::new("cyberos.plugin_id", PLUGIN_ID),
                 KeyValue::new("rpc.system", "jsonrpc"),
                 KeyValue::new("mcp.method.name", "tools/call"),
                 KeyValue::new("mcp.protocol.version", PROTOCOL_VERSION),
-                KeyValue::new("jsonrpc.request.id", request_id.to_owned()),
+                KeyValue::new("jsonrpc.request.id", request_id.to_text()),
                 KeyValue::new("gen_ai.operation.name", "execute_tool"),
                 KeyValue::new("network.transport", transport),
             ]
@@ -86,8 +105,12 @@ impl CallSpan {
         for kv in attributes.into_iter().flatten() {
             span.set_attribute(kv.key, kv.value);
         }
+        let timed = Timed::new(span, Kind::Call { transport }, otel);
+        if let Some(tenant) = tenant {
+            let _ = timed.tenant.set(tenant);
+        }
         CallSpan {
-            timed: Timed::new(span, Kind::Call { transport }, otel),
+            timed,
             trace_id,
             span_id,
             sampled,
@@ -243,12 +266,27 @@ fn join_trace(span: &Span, parent: Option<&Parent>, link: Option<&Parent>) -> Jo
             otel: true,
         }
     } else {
-        Joined {
-            trace_id: parent.map_or_else(new_trace_id, |p| p.trace_id),
-            span_id: new_span_id(),
-            sampled: parent.is_none_or(|p| p.sampled),
-            otel: false,
-        }
+        own_ids(parent)
+    }
+}
+
+/// Ids of a span no OTel layer records: the parent's trace (or a new one), a fresh span
+/// id, the parent's sampling decision.
+fn own_ids(parent: Option<&Parent>) -> Joined {
+    Joined {
+        trace_id: parent.map_or_else(new_trace_id, |p| p.trace_id),
+        span_id: new_span_id(),
+        sampled: parent.is_none_or(|p| p.sampled),
+        otel: false,
+    }
+}
+
+/// Bytes as lowercase hex, written only when a log layer formats them.
+struct Hex<'a>(&'a [u8]);
+
+impl std::fmt::Display for Hex<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&hex_lower(self.0))
     }
 }
 
@@ -279,13 +317,13 @@ mod tests {
     #[test]
     fn without_an_otel_layer_a_call_continues_the_callers_trace() {
         let parent = parse_traceparent("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01");
-        let call = CallSpan::start(parent.as_ref(), "1", "pipe");
+        let call = CallSpan::start(parent.as_ref(), &RequestId::Int(1), "pipe", None);
         assert_eq!(
             call.trace_id().to_string(),
             "4bf92f3577b34da6a3ce929d0e0e4736"
         );
         assert_ne!(call.span_id(), parent.unwrap().span_id);
-        let fresh = CallSpan::start(None, "2", "pipe");
+        let fresh = CallSpan::start(None, &RequestId::Int(2), "pipe", None);
         assert_ne!(fresh.trace_id(), call.trace_id());
         assert!(call.sampled() && fresh.sampled());
     }
@@ -293,7 +331,7 @@ mod tests {
     #[test]
     fn a_callers_decision_not_to_sample_travels_on() {
         let parent = parse_traceparent("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00");
-        let call = CallSpan::start(parent.as_ref(), "1", "pipe");
+        let call = CallSpan::start(parent.as_ref(), &RequestId::Int(1), "pipe", None);
         assert!(!call.sampled());
         let ctx = CallCtx {
             tenant: TenantId::parse("00000000-0000-4000-8000-000000000001").unwrap(),

@@ -33,6 +33,20 @@ pub(super) fn exporting() -> bool {
     EXPORT_GATE.get().is_none_or(|open| open())
 }
 
+/// Whether an OTel layer is installed (`otel_layer` was built).
+static OTEL_LAYER: AtomicBool = AtomicBool::new(false);
+
+/// Notes that an OTel layer is installed.
+pub(super) fn otel_installed() {
+    OTEL_LAYER.store(true, Ordering::Relaxed);
+}
+
+/// Whether a span opened now becomes an OTel span: a layer is installed and export is
+/// open.
+pub(super) fn otel_records() -> bool {
+    OTEL_LAYER.load(Ordering::Relaxed) && exporting()
+}
+
 /// What a span measures: a `tools/call` (over `pipe` or `tcp`) or a task run.
 #[derive(Clone, Copy)]
 pub(super) enum Kind {
