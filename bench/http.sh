@@ -13,17 +13,21 @@
 # Reports requests/s, p50/p99 latency, server CPU per request (utime+stime from
 # /proc/PID/stat before/after) and the ratio of each to the floor; before the load, the
 # bridge's idle RSS and its RSS holding IDLE_CONNS idle keep-alive connections (each has
-# answered one authenticated ping; bench/idle_conns.py). The last line is the verdict:
-# the CPU per authenticated tools/call against the floor's per request.
+# answered one authenticated ping; bench/idle_conns.py). The scenarios run ROUNDS times,
+# interleaved, and each figure is the median of its rounds: on a shared VM the floor
+# itself drifts by a third within minutes, and a floor and a call measured side by side
+# drift together. The last line is the verdict: the CPU per authenticated tools/call
+# against the floor's per request (the median of the rounds' ratios).
 #
-# usage: bench/http.sh   env: DURATION=10s CONNECTIONS=32 THREADS=<nproc/2> IDLE_CONNS=1000
+# usage: bench/http.sh   env: DURATION=6s ROUNDS=3 CONNECTIONS=32 THREADS=<nproc/2> IDLE_CONNS=1000
 #                              BENCH_BRIDGE=<binary> (another build under the same harness,
 #                              e.g. an older commit's release binary; default: this tree's)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
 
-duration=${DURATION:-10s}
+duration=${DURATION:-6s}
+rounds=${ROUNDS:-3}
 connections=${CONNECTIONS:-32}
 threads=${THREADS:-$(( $(nproc) / 2 > 0 ? $(nproc) / 2 : 1 ))}
 idle_conns=${IDLE_CONNS:-1000}
@@ -153,21 +157,39 @@ run() {
     }'
 }
 
-echo "== wrk -t $threads -c $connections -d $duration (plus 2 s warm-up each) on $(nproc) CPUs" >&2
+echo "== $rounds rounds of wrk -t $threads -c $connections -d $duration (plus 2 s warm-up each) on $(nproc) CPUs" >&2
 results=$(
-  run floor "$floor_pid" "$floor_addr" "" "$list"
-  run tools/list "$bridge_pid" "$bridge_addr" "$token" "$list"
-  run tools/call:list_skills "$bridge_pid" "$bridge_addr" "$token" "$call"
+  for round in $(seq 1 "$rounds"); do
+    run floor "$floor_pid" "$floor_addr" "" "$list" | sed "s/^/$round /"
+    run tools/list "$bridge_pid" "$bridge_addr" "$token" "$list" | sed "s/^/$round /"
+    run tools/call:list_skills "$bridge_pid" "$bridge_addr" "$token" "$call" | sed "s/^/$round /"
+  done
 )
 
-echo "$results" | awk -v conns="$connections" '
-  BEGIN {
-    printf "%-24s %10s %9s %9s %12s %8s %10s %10s\n", "scenario", "req/s", "p50 µs", "p99 µs", "CPU µs/req", "errors", "÷floor rps", "×floor CPU"
+# Per scenario: the median of its rounds (rps, p50, p99, CPU, errors summed); the ratios
+# are each round's against that round's floor, then their median.
+echo "$results" | awk -v conns="$connections" -v rounds="$rounds" '
+  function median(list,   n, a, i, j, t) {
+    n = split(list, a, " ")
+    for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
+    return (n % 2) ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
   }
-  NR == 1 { frps = $2; fcpu = $5 }
   {
-    printf "%-24s %10d %9d %9d %12.1f %8d %10.2f %10.2f\n", $1, $2, $3, $4, $5, $6, frps / $2, $5 / fcpu
+    r = $1; name = $2
+    if (!(name in seen)) { seen[name] = 1; order[++k] = name }
+    rps[name] = rps[name] " " $3; p50[name] = p50[name] " " $4; p99[name] = p99[name] " " $5
+    cpu[name] = cpu[name] " " $6; errs[name] += $7
+    if (name == "floor") { frps[r] = $3; fcpu[r] = $6 }
+    else { xrps[name] = xrps[name] " " (frps[r] / $3); xcpu[name] = xcpu[name] " " ($6 / fcpu[r]) }
+    if (name == "tools/call:list_skills") percall = percall sprintf(" %.2f×", $6 / fcpu[r])
   }
   END {
-    printf "\nratio to the axum floor, authenticated tools/call list_skills at %d connections: CPU per request %.2f× (goal ≤ 2×); req/s %.2f× the floor'"'"'s\n", conns, $5 / fcpu, $2 / frps
+    printf "%-24s %10s %9s %9s %12s %8s %10s %10s\n", "scenario (median)", "req/s", "p50 µs", "p99 µs", "CPU µs/req", "errors", "÷floor rps", "×floor CPU"
+    for (i = 1; i <= k; i++) {
+      n = order[i]
+      fr = (n == "floor") ? 1 : median(xrps[n]); fc = (n == "floor") ? 1 : median(xcpu[n])
+      printf "%-24s %10d %9d %9d %12.1f %8d %10.2f %10.2f\n", n, median(rps[n]), median(p50[n]), median(p99[n]), median(cpu[n]), errs[n], fr, fc
+    }
+    n = "tools/call:list_skills"
+    printf "\nratio to the axum floor, authenticated tools/call list_skills at %d connections: CPU per request %.2f× (median of %d rounds:%s; goal ≤ 2×); req/s %.2f× the floor'"'"'s\n", conns, median(xcpu[n]), rounds, percall, 1 / median(xrps[n])
   }'
