@@ -9,6 +9,7 @@
 //! with this process and the server placed on one CPU and on two. The last lines are the
 //! verdict: the CPU per authenticated `tools/call` against the echo's per message,
 //! unpinned and in each placement.
+//! The bridge logs at `info`, its serving default, into /dev/null.
 //! Bounded: a fixed number of requests per scenario, loopback pipes only.
 
 use std::time::{Duration, Instant};

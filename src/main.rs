@@ -113,7 +113,9 @@ fn init_logs(
     } else {
         BoxMakeWriter::new(std::io::stderr)
     };
-    let fmt = tracing_subscriber::fmt::layer().with_writer(writer);
+    let fmt = tracing_subscriber::fmt::layer()
+        .with_timer(telemetry::UtcMicros)
+        .with_writer(writer);
     let logs = match format {
         LogFormat::Text => fmt.with_ansi(false).with_filter(filter).boxed(),
         LogFormat::Json => fmt.json().with_filter(filter).boxed(),

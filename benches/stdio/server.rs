@@ -81,7 +81,9 @@ impl Server {
             .arg("--skills-dir")
             .arg(skills)
             .args(extra)
-            .env("RUST_LOG", "error")
+            // The level a serving bridge logs at by default, so each call writes its
+            // `tool call` line as it would for a user (to /dev/null here).
+            .env("RUST_LOG", "info")
             .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
             .env_remove("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT");
         Server::spawn(cmd)

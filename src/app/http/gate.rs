@@ -8,6 +8,11 @@ use axum::response::Response;
 use super::origin::{Origin, OriginPolicy};
 use super::reply;
 
+/// `MCP-Protocol-Version`, parsed once: a name looked up as text is parsed and hashed on
+/// every request.
+pub(super) const MCP_PROTOCOL_VERSION: axum::http::HeaderName =
+    axum::http::HeaderName::from_static("mcp-protocol-version");
+
 /// Headers that carry one value: a request with two of any is refused (400), so no check
 /// reads one copy while another part of the stack reads the other.
 const SINGLE: [axum::http::HeaderName; 5] = [
@@ -15,7 +20,7 @@ const SINGLE: [axum::http::HeaderName; 5] = [
     axum::http::header::HOST,
     axum::http::header::ORIGIN,
     CONTENT_TYPE,
-    axum::http::HeaderName::from_static("mcp-protocol-version"),
+    MCP_PROTOCOL_VERSION,
 ];
 
 /// The first single-value header the request repeats, if any.

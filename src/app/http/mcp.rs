@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use axum::body::Body;
 use axum::extract::{Request, State};
-use axum::http::{HeaderMap, HeaderValue, Method as HttpMethod, StatusCode};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, Method as HttpMethod, StatusCode};
 use axum::response::Response;
 use futures::FutureExt;
 use tokio::sync::{OwnedSemaphorePermit, mpsc};
@@ -49,6 +49,9 @@ pub async fn endpoint(State(s): State<Arc<Shared>>, req: Request) -> Response {
     trace::with_request_trace(trace, answer(s, parts, body, parent)).await
 }
 
+const TRACEPARENT: HeaderName = HeaderName::from_static("traceparent");
+const TRACESTATE: HeaderName = HeaderName::from_static("tracestate");
+
 /// The request's `traceparent` and `tracestate` headers (several `tracestate` fields are
 /// one list, RFC 9110 §5.3; one that is not text spoils the list).
 fn trace_context(headers: &HeaderMap) -> Option<telemetry::Parent> {
@@ -58,13 +61,13 @@ fn trace_context(headers: &HeaderMap) -> Option<telemetry::Parent> {
             .and_then(|v: &HeaderValue| v.to_str().ok())
     };
     let state = headers
-        .get_all("tracestate")
+        .get_all(TRACESTATE)
         .iter()
         .map(|v| v.to_str().ok())
         .collect::<Option<Vec<&str>>>()
         .filter(|fields| !fields.is_empty())
         .map(|fields| fields.join(","));
-    telemetry::Parent::from_headers(text("traceparent"), state.as_deref())
+    telemetry::Parent::from_headers(text(TRACEPARENT), state.as_deref())
 }
 
 async fn answer(
@@ -108,7 +111,7 @@ async fn answer(
 
 /// A `MCP-Protocol-Version` this bridge does not speak: 400.
 fn unsupported_version(headers: &HeaderMap) -> Option<Response> {
-    let v = headers.get("mcp-protocol-version")?;
+    let v = headers.get(gate::MCP_PROTOCOL_VERSION)?;
     (v.as_bytes() != PROTOCOL_VERSION.as_bytes()).then(|| {
         reply::rpc_error(
             StatusCode::BAD_REQUEST,

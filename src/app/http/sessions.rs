@@ -17,8 +17,9 @@ use crate::app::trace::request_trace;
 use crate::domain::session::{SESSION_TTL_MS, SessionState};
 use crate::domain::{DomainError, Principal};
 
-/// The header, as the spec spells it (header names match case-insensitively).
-pub(super) const HEADER: &str = "mcp-session-id";
+/// `Mcp-Session-Id` (header names match case-insensitively).
+pub(super) const HEADER: axum::http::HeaderName =
+    axum::http::HeaderName::from_static("mcp-session-id");
 /// The code SDKs use for an unknown session.
 const SESSION_NOT_FOUND: i32 = -32001;
 

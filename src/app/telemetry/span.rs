@@ -76,9 +76,9 @@ impl CallSpan {
             // Ours to draw: the span opens with every field it has, since each field
             // recorded later is formatted again for the log layer.
             let joined = own_ids(parent);
+            // No `otel.kind`: nothing exports this span, and the log line has no use for it.
             let span = gated_span!(
                 "tools/call",
-                otel.kind = "server",
                 cyberos.trace_id = %joined.trace_id,
                 span_id = %Hex(&joined.span_id),
                 cyberos.tenant_id = tenant.map(tracing::field::display),

@@ -50,7 +50,9 @@ pub async fn call(
     let duration_ms = span
         .finish(result)
         .map_or(0, |took| took.as_millis() as u64);
-    tracing::info!(tool = tool.name(), tenant = %principal.tenant, outcome = result.as_str(), duration_ms, "tool call");
+    // The tenant is the span's (`cyberos.tenant_id`), printed with it. Display, not
+    // Debug: a `&str` field is Debug-escaped for the log line otherwise.
+    tracing::info!(tool = %tool.name(), outcome = %result.as_str(), duration_ms, "tool call");
     outcome.or_else(|err| tool_failure(app, &err, trace).map(Reply::Json))
 }
 
