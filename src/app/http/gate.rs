@@ -165,8 +165,10 @@ mod tests {
         assert_eq!(duplicated(&once), None);
         let twice = headers(&[(auth.clone(), "Bearer a"), (auth, "Bearer b")]);
         assert_eq!(duplicated(&twice), Some("Authorization"));
-        let name = axum::http::HeaderName::from_static("mcp-protocol-version");
-        let twice = headers(&[(name.clone(), "2025-11-25"), (name, "2025-11-25")]);
+        let twice = headers(&[
+            (MCP_PROTOCOL_VERSION, "2025-11-25"),
+            (MCP_PROTOCOL_VERSION, "2025-11-25"),
+        ]);
         assert_eq!(duplicated(&twice), Some("MCP-Protocol-Version"));
     }
 

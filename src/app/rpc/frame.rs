@@ -127,16 +127,19 @@ fn read_in_place(bytes: &[u8]) -> Option<Result<Incoming, FrameError>> {
     let Some(name) = envelope::string(method)? else {
         return invalid("invalid request: method must be a string", id);
     };
-    let params = envelope.params;
-    Some(Ok(match id {
-        Some(id) if name == "tools/call" && params.is_some() => {
-            let (members, meta) = envelope::call_members(params?)?;
+    Some(Ok(match (id, envelope.params) {
+        (Some(id), Some(params)) if name == "tools/call" => {
+            let (members, meta) = envelope::call_members(params)?;
             let trace = TraceMeta::of(&meta);
             let method = Method::ToolsCall(CallParams::from_members(members, meta));
             Incoming::Request(Request { id, method, trace })
         }
-        Some(id) => Incoming::Request(Request::new(id, &name, &envelope::value_or_null(params)?)),
-        None => Incoming::Notification(Notice::parse(&name, &envelope::value_or_null(params)?)),
+        (Some(id), params) => {
+            Incoming::Request(Request::new(id, &name, &envelope::value_or_null(params)?))
+        }
+        (None, params) => {
+            Incoming::Notification(Notice::parse(&name, &envelope::value_or_null(params)?))
+        }
     }))
 }
 
