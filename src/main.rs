@@ -117,7 +117,12 @@ fn init_logs(
         .with_timer(telemetry::UtcMicros)
         .with_writer(writer);
     let logs = match format {
-        LogFormat::Text => fmt.with_ansi(false).with_filter(filter).boxed(),
+        LogFormat::Text => fmt
+            .with_ansi(false)
+            .event_format(telemetry::TextLine::new(telemetry::UtcMicros))
+            .fmt_fields(telemetry::TextFields)
+            .with_filter(filter)
+            .boxed(),
         LogFormat::Json => fmt.json().with_filter(filter).boxed(),
     };
     let spans = tracer.map(telemetry::otel_layer);

@@ -40,19 +40,35 @@ impl TraceId {
 
 impl fmt::Display for TraceId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.to_hex())
+        write_hex(f, &self.0)
     }
 }
 
+const DIGITS: &[u8; 16] = b"0123456789abcdef";
+
 /// Lowercase hex of `bytes`.
 pub fn hex_lower(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
     let mut out = String::with_capacity(bytes.len() * 2);
     for b in bytes {
         out.push(DIGITS[usize::from(b >> 4)] as char);
         out.push(DIGITS[usize::from(b & 0xf)] as char);
     }
     out
+}
+
+/// Lowercase hex of `bytes` written to `f` from the stack, in pieces of up to 16 bytes:
+/// ids are formatted into every log line of a call, which should not allocate for them.
+pub fn write_hex(f: &mut impl fmt::Write, bytes: &[u8]) -> fmt::Result {
+    for chunk in bytes.chunks(16) {
+        let mut text = [0u8; 32];
+        for (pair, b) in text.chunks_exact_mut(2).zip(chunk) {
+            pair[0] = DIGITS[usize::from(b >> 4)];
+            pair[1] = DIGITS[usize::from(b & 0xf)];
+        }
+        // Hex digits are ASCII.
+        f.write_str(std::str::from_utf8(&text[..2 * chunk.len()]).map_err(|_| fmt::Error)?)?;
+    }
+    Ok(())
 }
 
 impl fmt::Debug for TraceId {
@@ -310,10 +326,18 @@ mod proptests {
         fn trace_ids_round_trip_and_zero_is_refused(bytes in any::<[u8; 16]>(), text in "\\PC{0,40}") {
             let id = TraceId::from_bytes(bytes);
             prop_assert_eq!(TraceId::parse(&id.to_hex()), Some(id));
+            prop_assert_eq!(id.to_string(), id.to_hex());
             if let Some(parsed) = TraceId::parse(&text) {
                 prop_assert_eq!(parsed.to_hex(), text.to_ascii_lowercase());
                 prop_assert_ne!(parsed.bytes(), [0; 16]);
             }
+        }
+
+        #[test]
+        fn hex_written_in_pieces_is_the_whole_hex(bytes in proptest::collection::vec(any::<u8>(), 0..40)) {
+            let mut written = String::new();
+            write_hex(&mut written, &bytes).unwrap();
+            prop_assert_eq!(written, hex_lower(&bytes));
         }
 
         #[test]

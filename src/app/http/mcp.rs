@@ -46,7 +46,10 @@ pub async fn endpoint(State(s): State<Arc<Shared>>, req: Request) -> Response {
     // continue its trace (`params._meta.traceparent` wins over it).
     let parent = trace_context(&parts.headers);
     let trace = parent.as_ref().map(|p| p.trace_id);
-    trace::with_request_trace(trace, answer(s, parts, body, parent)).await
+    // Boxed: the request's future is a few KiB, and axum's handler and middleware futures
+    // that hold it are moved as they are polled; a box is allocated once and never moved.
+    let work = Box::pin(answer(s, parts, body, parent));
+    trace::with_request_trace(trace, work).await
 }
 
 const TRACEPARENT: HeaderName = HeaderName::from_static("traceparent");

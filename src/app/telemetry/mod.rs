@@ -20,6 +20,7 @@ mod metrics;
 mod outcome;
 mod span;
 mod timed;
+mod text;
 mod timestamp;
 
 pub use context::{Parent, parse_traceparent, parse_tracestate};
@@ -28,4 +29,5 @@ pub use metrics::{OTHER, Refusal, label_tenants, refused, request_ended};
 pub use outcome::Outcome;
 pub use span::{CallSpan, PLUGIN_ID, TaskSpan, request_trace_id};
 pub use timed::{TARGET, set_export_gate};
+pub use text::{TextFields, TextLine};
 pub use timestamp::UtcMicros;

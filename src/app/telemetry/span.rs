@@ -14,7 +14,7 @@ use super::outcome::Outcome;
 use super::timed::{Kind, TARGET, Timed, UNEXPORTED, exporting, otel_records};
 use crate::app::rpc::{PROTOCOL_VERSION, RequestId};
 use crate::app::trace::{new_span_id, new_trace_id, request_trace};
-use crate::domain::ids::hex_lower;
+use crate::domain::ids::{hex_lower, write_hex};
 use crate::domain::task::Task;
 use crate::domain::{CallCtx, TenantId, Tool, TraceId};
 
@@ -286,7 +286,7 @@ struct Hex<'a>(&'a [u8]);
 
 impl std::fmt::Display for Hex<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&hex_lower(self.0))
+        write_hex(f, self.0)
     }
 }
 
