@@ -21,8 +21,12 @@ const MAX_SKILL_FILE: u64 = 1024 * 1024;
 /// Skills from one or more directories.
 pub struct FsSkillIndex {
     dirs: Vec<PathBuf>,
-    cache: Mutex<Option<(Instant, Arc<Vec<Skill>>)>>,
+    cache: Mutex<Option<(Instant, Scan)>>,
+    /// Held by the one call that rescans; see [`FsSkillIndex::skills`].
+    rescan: tokio::sync::Mutex<()>,
 }
+
+type Scan = Arc<Vec<Arc<Skill>>>;
 
 #[derive(Deserialize)]
 struct FrontMatter {
@@ -40,20 +44,43 @@ impl FsSkillIndex {
         FsSkillIndex {
             dirs,
             cache: Mutex::new(None),
+            rescan: tokio::sync::Mutex::new(()),
         }
     }
 
-    async fn skills(&self) -> Result<Arc<Vec<Skill>>, DomainError> {
-        if let Some((at, skills)) = &*self.cache.lock().unwrap_or_else(|e| e.into_inner())
-            && at.elapsed() < RESCAN_AFTER
-        {
-            return Ok(Arc::clone(skills));
+    /// The last scan, if it is at most `max_age` old.
+    fn cached(&self, max_age: Duration) -> Option<Scan> {
+        match &*self.cache.lock().unwrap_or_else(|e| e.into_inner()) {
+            Some((at, skills)) if at.elapsed() <= max_age => Some(Arc::clone(skills)),
+            _ => None,
+        }
+    }
+
+    /// The skills, rescanned when the last scan is older than [`RESCAN_AFTER`]. One call
+    /// rescans at a time: while it does, the others are answered from the scan before,
+    /// or, when there is none yet, wait for it. (Each stale call rescanning for itself
+    /// made a busy bridge run dozens of scans at once, each on its own blocking thread,
+    /// and log each broken skill as many times.)
+    async fn skills(&self) -> Result<Scan, DomainError> {
+        if let Some(fresh) = self.cached(RESCAN_AFTER) {
+            return Ok(fresh);
+        }
+        let _rescanning = match self.rescan.try_lock() {
+            Ok(guard) => guard,
+            Err(_) => match self.cached(Duration::MAX) {
+                Some(stale) => return Ok(stale),
+                None => self.rescan.lock().await,
+            },
+        };
+        // A rescan that ended while this call waited for the lock is fresh enough.
+        if let Some(fresh) = self.cached(RESCAN_AFTER) {
+            return Ok(fresh);
         }
         let dirs = self.dirs.clone();
         let scanned = tokio::task::spawn_blocking(move || scan_all(&dirs))
             .await
             .map_err(|e| DomainError::internal("skill scan failed", Some(e.into())))??;
-        let scanned = Arc::new(scanned);
+        let scanned: Scan = Arc::new(scanned.into_iter().map(Arc::new).collect());
         *self.cache.lock().unwrap_or_else(|e| e.into_inner()) =
             Some((Instant::now(), Arc::clone(&scanned)));
         Ok(scanned)
@@ -62,7 +89,11 @@ impl FsSkillIndex {
 
 #[async_trait::async_trait]
 impl SkillIndex for FsSkillIndex {
-    async fn list(&self, query: Option<&str>, limit: usize) -> Result<Vec<Skill>, DomainError> {
+    async fn list(
+        &self,
+        query: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<Arc<Skill>>, DomainError> {
         let skills = self.skills().await?;
         Ok(skills
             .iter()
@@ -78,7 +109,7 @@ impl SkillIndex for FsSkillIndex {
             .await?
             .iter()
             .find(|s| s.name == name)
-            .cloned())
+            .map(|s| Skill::clone(s)))
     }
 
     async fn check(&self) -> Result<(), DomainError> {
@@ -174,6 +205,59 @@ fn load_skill(root: &Path, folder: &Path) -> Option<Skill> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn add_skill(dir: &Path, name: &str) {
+        let folder = dir.join(name);
+        std::fs::create_dir_all(&folder).unwrap();
+        std::fs::write(
+            folder.join("SKILL.md"),
+            format!("---\nname: {name}\ndescription: The {name} skill.\n---\nDo it.\n"),
+        )
+        .unwrap();
+    }
+
+    async fn names(index: &FsSkillIndex) -> Vec<String> {
+        let listed = index.list(None, 50).await.unwrap();
+        listed.iter().map(|s| s.name.clone()).collect()
+    }
+
+    /// Makes the last scan look older than `RESCAN_AFTER`.
+    fn age(index: &FsSkillIndex) {
+        let mut cache = index.cache.lock().unwrap();
+        let (at, _) = cache.as_mut().unwrap();
+        *at = Instant::now().checked_sub(RESCAN_AFTER * 2).unwrap();
+    }
+
+    #[tokio::test]
+    async fn one_call_rescans_while_the_others_read_the_scan_before() {
+        let dir = tempfile::tempdir().unwrap();
+        add_skill(dir.path(), "alpha");
+        let index = FsSkillIndex::new(vec![dir.path().to_owned()]);
+        assert_eq!(names(&index).await, ["alpha"]);
+
+        add_skill(dir.path(), "beta");
+        assert_eq!(names(&index).await, ["alpha"], "a fresh scan is reused");
+        age(&index);
+        let rescanning = index.rescan.try_lock().unwrap();
+        let stale = tokio::time::timeout(Duration::from_secs(5), names(&index))
+            .await
+            .expect("while another call rescans, a stale scan answers at once");
+        assert_eq!(stale, ["alpha"]);
+        drop(rescanning);
+        assert_eq!(names(&index).await, ["alpha", "beta"], "then a call rescans");
+    }
+
+    #[tokio::test]
+    async fn with_no_scan_yet_a_call_waits_for_the_one_under_way() {
+        let dir = tempfile::tempdir().unwrap();
+        add_skill(dir.path(), "alpha");
+        let index = FsSkillIndex::new(vec![dir.path().to_owned()]);
+        let rescanning = index.rescan.try_lock().unwrap();
+        let waiting = tokio::time::timeout(Duration::from_millis(50), names(&index)).await;
+        assert!(waiting.is_err(), "nothing to answer from: it waits");
+        drop(rescanning);
+        assert_eq!(names(&index).await, ["alpha"]);
+    }
 
     #[test]
     fn front_matter_is_found_between_dashes() {

@@ -1,7 +1,6 @@
 //! JSON shapes shared by the tool handlers and the task methods.
 
 use serde::Serialize;
-use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
 use crate::app::rpc::{Reply, text_of};
@@ -14,10 +13,19 @@ use crate::domain::{DomainError, JsonText};
 /// # Errors
 /// `Internal` when `value` does not serialize (a handler built a value JSON cannot hold).
 pub fn structured<T: Serialize + ?Sized>(value: &T) -> Result<Reply, DomainError> {
+    let json = serde_json::to_string(value)
+        .map_err(|e| DomainError::internal("a tool result does not serialize", Some(e.into())))?;
+    structured_json(json)
+}
+
+/// [`structured`] for a value already serialized: `json` must be one JSON value.
+///
+/// # Errors
+/// `Internal` when the text cannot be escaped (it can: this never fails in practice).
+pub fn structured_json(json: String) -> Result<Reply, DomainError> {
     let broken = |e: serde_json::Error| {
         DomainError::internal("a tool result does not serialize", Some(e.into()))
     };
-    let json = serde_json::to_string(value).map_err(broken)?;
     let mut out = Vec::with_capacity(2 * json.len() + 96);
     out.extend_from_slice(br#"{"content":[{"type":"text","text":"#);
     serde_json::to_writer(&mut out, json.as_str()).map_err(broken)?;
@@ -34,16 +42,6 @@ pub fn structured<T: Serialize + ?Sized>(value: &T) -> Result<Reply, DomainError
 pub fn structured_value(value: Value) -> Value {
     let text = text_of(&value);
     json!({ "content": [{"type": "text", "text": text}], "structuredContent": value, "isError": false })
-}
-
-/// A JSON document produced by an adapter, checked but not parsed into a tree, to be
-/// written into a result as it is.
-///
-/// # Errors
-/// `Internal` when the text is not JSON (an adapter broke its contract).
-pub fn raw_json(text: &JsonText) -> Result<&RawValue, DomainError> {
-    serde_json::from_str(text.as_str())
-        .map_err(|e| DomainError::internal("an upstream document is not JSON", Some(e.into())))
 }
 
 /// A JSON document produced by an adapter, back as a value.

@@ -1,3 +1,5 @@
+use std::sync::Arc;
+
 use crate::domain::DomainError;
 use crate::domain::skill::Skill;
 
@@ -5,12 +7,14 @@ use crate::domain::skill::Skill;
 #[async_trait::async_trait]
 pub trait SkillIndex: Send + Sync + 'static {
     /// Skills matching every word of `query` (all when `None`), sorted by name, at most
-    /// `limit`.
+    /// `limit`: shared with the index, not copied, since every `list_skills` call reads
+    /// them.
     ///
     /// # Errors
     /// MUST return `UpstreamUnavailable` when the folders cannot be read at all; a broken
     /// skill is skipped, not an error.
-    async fn list(&self, query: Option<&str>, limit: usize) -> Result<Vec<Skill>, DomainError>;
+    async fn list(&self, query: Option<&str>, limit: usize)
+    -> Result<Vec<Arc<Skill>>, DomainError>;
 
     /// One skill by name, or `None`.
     ///

@@ -91,7 +91,7 @@ impl Accept {
             .flat_map(|v| v.split(','))
         {
             let mut parts = range.split(';');
-            let media = parts.next().unwrap_or("").trim().to_ascii_lowercase();
+            let media = parts.next().unwrap_or("").trim();
             let refused = parts.any(|p| {
                 p.trim()
                     .strip_prefix("q=")
@@ -101,10 +101,11 @@ impl Accept {
             if refused {
                 continue;
             }
-            match media.as_str() {
-                "application/json" | "application/*" | "*/*" => accept.json = true,
-                "text/event-stream" | "text/*" => accept.sse = true,
-                _ => {}
+            let is = |names: &[&str]| names.iter().any(|n| media.eq_ignore_ascii_case(n));
+            if is(&["application/json", "application/*", "*/*"]) {
+                accept.json = true;
+            } else if is(&["text/event-stream", "text/*"]) {
+                accept.sse = true;
             }
         }
         accept

@@ -19,8 +19,8 @@ pub mod logs;
 mod metrics;
 mod outcome;
 mod span;
-mod timed;
 mod text;
+mod timed;
 mod timestamp;
 
 pub use context::{Parent, parse_traceparent, parse_tracestate};
@@ -28,6 +28,6 @@ pub use layer::otel_layer;
 pub use metrics::{OTHER, Refusal, label_tenants, refused, request_ended};
 pub use outcome::Outcome;
 pub use span::{CallSpan, PLUGIN_ID, TaskSpan, request_trace_id};
-pub use timed::{TARGET, set_export_gate};
 pub use text::{TextFields, TextLine};
+pub use timed::{TARGET, set_export_gate};
 pub use timestamp::UtcMicros;

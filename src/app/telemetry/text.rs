@@ -147,7 +147,9 @@ impl Visit for Fields<'_> {
         }
         if field.name() == "message" {
             self.record_debug(field, &format_args!("{value}"));
-        } else if value.bytes().all(|b| (b' '..=b'~').contains(&b) && b != b'"' && b != b'\\')
+        } else if value
+            .bytes()
+            .all(|b| (b' '..=b'~').contains(&b) && b != b'"' && b != b'\\')
         {
             // What `{:?}` writes for a string with nothing to escape.
             self.result = self.name(field).and_then(|()| {
@@ -205,8 +207,7 @@ impl Visit for Fields<'_> {
             }
             write!(Sanitized(&mut self.w), "{value:?}")
         } else {
-            self.name(field)
-                .and_then(|()| write!(self.w, "{value:?}"))
+            self.name(field).and_then(|()| write!(self.w, "{value:?}"))
         };
     }
 }
@@ -218,7 +219,9 @@ struct Sanitized<'a, 'w>(&'a mut Writer<'w>);
 
 impl fmt::Write for Sanitized<'_, '_> {
     fn write_str(&mut self, s: &str) -> fmt::Result {
-        if s.bytes().all(|b| b.is_ascii() && !matches!(b, 0x1b | 0x07 | 0x08 | 0x0c | 0x7f)) {
+        if s.bytes()
+            .all(|b| b.is_ascii() && !matches!(b, 0x1b | 0x07 | 0x08 | 0x0c | 0x7f))
+        {
             return self.0.write_str(s);
         }
         for ch in s.chars() {

@@ -1,6 +1,6 @@
 //! Test doubles for the ports, used through the library API (never by the binary).
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use cyberos_mcp_bridge::domain::cuo::{Persona, Route, Workflow, WorkflowOutcome};
@@ -101,14 +101,18 @@ impl StaticSkills {
 
 #[async_trait::async_trait]
 impl SkillIndex for StaticSkills {
-    async fn list(&self, query: Option<&str>, limit: usize) -> Result<Vec<Skill>, DomainError> {
+    async fn list(
+        &self,
+        query: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<Arc<Skill>>, DomainError> {
         self.act().await?;
         Ok(self
             .skills
             .iter()
             .filter(|s| query.is_none_or(|q| s.matches(q)))
             .take(limit)
-            .cloned()
+            .map(|s| Arc::new(s.clone()))
             .collect())
     }
     async fn get(&self, name: &str) -> Result<Option<Skill>, DomainError> {

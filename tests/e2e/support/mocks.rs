@@ -187,8 +187,13 @@ impl<M: CuoCalls> CuoRunner for Port<M> {
 
 #[async_trait]
 impl<M: SkillCalls> SkillIndex for Port<M> {
-    async fn list(&self, query: Option<&str>, limit: usize) -> Result<Vec<Skill>, DomainError> {
-        self.0.list(query.map(str::to_owned), limit)
+    async fn list(
+        &self,
+        query: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<std::sync::Arc<Skill>>, DomainError> {
+        let skills = self.0.list(query.map(str::to_owned), limit)?;
+        Ok(skills.into_iter().map(std::sync::Arc::new).collect())
     }
     async fn get(&self, name: &str) -> Result<Option<Skill>, DomainError> {
         self.0.get(name)

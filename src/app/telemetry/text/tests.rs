@@ -96,11 +96,25 @@ fn events() {
     tracing::warn!(flag = true, other = false, "warn {}", 42);
     tracing::error!(f = 1.5f64, big = u128::MAX, "error");
     tracing::info!(tool = "cyberos.skill.list_skills", outcome = %"success", duration_ms = 3u64, "tool call");
-    tracing::info!(quoted = "say \"hi\" \\ there", unicode = "é☃", controls = "a\nb\tc\u{1b}", empty = "", "strings");
-    tracing::info!("{}", "escapes \u{1b}[31m red \u{7}\u{8}\u{c}\u{7f} \u{85} é \n next");
+    tracing::info!(
+        quoted = "say \"hi\" \\ there",
+        unicode = "é☃",
+        controls = "a\nb\tc\u{1b}",
+        empty = "",
+        "strings"
+    );
+    tracing::info!(
+        "{}",
+        "escapes \u{1b}[31m red \u{7}\u{8}\u{c}\u{7f} \u{85} é \n next"
+    );
     tracing::info!(shape = ?Shape { name: "tri", sides: 3 }, shown = %Shape { name: "x", sides: 0 }.name, "values");
-    let failure = Failure { source: io::Error::other("connection refused") };
-    tracing::warn!(error = &failure as &(dyn std::error::Error + 'static), "with an error");
+    let failure = Failure {
+        source: io::Error::other("connection refused"),
+    };
+    tracing::warn!(
+        error = &failure as &(dyn std::error::Error + 'static),
+        "with an error"
+    );
     let lone = io::Error::other("alone");
     tracing::warn!(error = &lone as &(dyn std::error::Error + 'static));
     tracing::info!(r#type = "raw", "raw identifier");
@@ -112,7 +126,10 @@ fn events() {
     let outer = tracing::info_span!("tools/call", cyberos.trace_id = %"4bf92f3577b34da6a3ce929d0e0e4736", span_id = %"00f067aa0ba902b7", cyberos.tenant_id = tracing::field::Empty);
     let _o = outer.enter();
     tracing::info!("in one span");
-    outer.record("cyberos.tenant_id", tracing::field::display("00000000-0000-4000-8000-000000000001"));
+    outer.record(
+        "cyberos.tenant_id",
+        tracing::field::display("00000000-0000-4000-8000-000000000001"),
+    );
     tracing::info!("after a record");
     let bare = tracing::info_span!("bare");
     let _b = bare.enter();
