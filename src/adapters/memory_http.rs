@@ -259,7 +259,7 @@ impl MemoryClient for HttpMemoryClient {
         let body: Value = serde_json::from_str(new.body.as_str())
             .map_err(|e| DomainError::internal("audit body is not JSON", Some(e.into())))?;
         let mut payload = json!({
-            "kind": new.kind, "body": body, "actor_id": ctx.actor, "trace_id": ctx.trace_id.to_string()
+            "kind": new.kind, "body": body, "actor_id": &*ctx.actor, "trace_id": ctx.trace_id.to_string()
         });
         if let Some(subject) = &new.subject {
             payload["subject"] = subject.clone().into();

@@ -244,7 +244,11 @@ mod tests {
             .expect("while another call rescans, a stale scan answers at once");
         assert_eq!(stale, ["alpha"]);
         drop(rescanning);
-        assert_eq!(names(&index).await, ["alpha", "beta"], "then a call rescans");
+        assert_eq!(
+            names(&index).await,
+            ["alpha", "beta"],
+            "then a call rescans"
+        );
     }
 
     #[tokio::test]

@@ -56,7 +56,7 @@ pub fn check_token(
     if claims.tenant != principal.tenant {
         return refuse("was issued for another tenant");
     }
-    if claims.subject != principal.actor {
+    if *claims.subject != *principal.actor {
         return refuse("was issued to another user");
     }
     if claims.tool != tool {
@@ -176,7 +176,7 @@ mod tests {
         Principal {
             tenant: TenantId::parse(TENANT).unwrap(),
             actor: "a".into(),
-            scopes: vec![],
+            scopes: std::sync::Arc::from([]),
         }
     }
 

@@ -1,5 +1,7 @@
 //! Who is calling: scopes, the verified principal, and the per-call context sent upstream.
 
+use std::sync::Arc;
+
 use crate::domain::{DomainError, TenantId, TraceId};
 
 /// An OAuth scope the bridge knows.
@@ -55,15 +57,16 @@ impl Scope {
     }
 }
 
-/// A verified caller.
+/// A verified caller. Shared, not copied: a request's principal is cloned from the
+/// verified-token cache, into its session and into its call's context.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Principal {
     /// The tenant, from the verified token only.
     pub tenant: TenantId,
     /// The actor (`sub`).
-    pub actor: String,
+    pub actor: Arc<str>,
     /// The scopes the token grants that the bridge knows.
-    pub scopes: Vec<Scope>,
+    pub scopes: Arc<[Scope]>,
 }
 
 impl Principal {
@@ -155,7 +158,7 @@ pub struct CallCtx {
     /// The caller's tenant.
     pub tenant: TenantId,
     /// The caller (`sub`).
-    pub actor: String,
+    pub actor: Arc<str>,
     /// The request's trace id.
     pub trace_id: TraceId,
     /// The span id of the caller's span, for `traceparent`.
@@ -163,7 +166,7 @@ pub struct CallCtx {
     /// Whether the trace is sampled (the caller's decision travels on).
     pub sampled: bool,
     /// The caller's W3C `tracestate`, validated, passed on unchanged.
-    pub tracestate: Option<std::sync::Arc<str>>,
+    pub tracestate: Option<Arc<str>>,
 }
 
 impl CallCtx {

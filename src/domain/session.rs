@@ -61,7 +61,9 @@ impl SessionState {
     /// subject as the token that opened it, and not expired. A session never authenticates:
     /// the request's own token did that already.
     pub fn admits(&self, principal: &Principal, now: Timestamp) -> bool {
-        self.tenant == principal.tenant && self.subject == principal.actor && now < self.expires_at
+        self.tenant == principal.tenant
+            && *self.subject == *principal.actor
+            && now < self.expires_at
     }
 
     /// The key under which an ended session is remembered until it expires.
@@ -78,7 +80,7 @@ mod tests {
         Principal {
             tenant: TenantId::parse(tenant).unwrap(),
             actor: actor.into(),
-            scopes: Vec::new(),
+            scopes: std::sync::Arc::from([]),
         }
     }
 

@@ -9,7 +9,7 @@ use crate::domain::{CallCtx, DomainError, JsonText, Upstream};
 
 /// The `ctx` every request carries.
 pub(super) fn ctx_json(ctx: &CallCtx) -> Value {
-    let mut v = json!({"tenant_id": ctx.tenant.to_string(), "actor_id": ctx.actor, "traceparent": ctx.traceparent()});
+    let mut v = json!({"tenant_id": ctx.tenant.to_string(), "actor_id": &*ctx.actor, "traceparent": ctx.traceparent()});
     if let Some(state) = &ctx.tracestate {
         v["tracestate"] = Value::from(&**state);
     }

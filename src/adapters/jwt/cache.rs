@@ -121,7 +121,7 @@ mod tests {
             principal: Principal {
                 tenant: TenantId::parse("00000000-0000-4000-8000-000000000001").unwrap(),
                 actor: "a".into(),
-                scopes: Vec::new(),
+                scopes: std::sync::Arc::from([]),
             },
             exp,
             nbf,

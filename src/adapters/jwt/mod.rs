@@ -240,8 +240,8 @@ impl TokenVerifier for JwtVerifier {
         };
         let principal = Principal {
             tenant,
-            actor: claims.sub,
-            scopes,
+            actor: claims.sub.into(),
+            scopes: scopes.into(),
         };
         let verified = Verified {
             principal: principal.clone(),

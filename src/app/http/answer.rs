@@ -17,16 +17,26 @@ use crate::app::server::Answer;
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Succeeded;
 
+/// What the request was, as far as its HTTP answer goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Asked {
+    /// `initialize`: a success is marked [`Succeeded`], for its session id.
+    Initialize,
+    /// A newer client's `server/discover` probe: 400.
+    Discover,
+    Other,
+}
+
 /// The dispatcher's answer to one request, or the panic it raised.
 pub(super) type Work = Pin<Box<dyn Future<Output = Result<Answer, Box<dyn Any + Send>>> + Send>>;
 
 /// The status of a JSON answer: 403 with a step-up challenge for a missing scope, 429 +
 /// `Retry-After` when the bridge is at a limit, 400 for a newer client's
-/// `server/discover` probe (`discover`, CONTRACT §3), else 200.
+/// `server/discover` probe (CONTRACT §3), else 200.
 pub(super) fn json_answer(
     s: &Shared,
     id: &RequestId,
-    discover: bool,
+    asked: Asked,
     outcome: Result<Answer, Box<dyn Any + Send>>,
 ) -> Response {
     let Ok(answer) = outcome else {
@@ -49,13 +59,14 @@ pub(super) fn json_answer(
             wait,
         );
     }
-    let status = if discover {
+    let status = if asked == Asked::Discover {
         StatusCode::BAD_REQUEST
     } else {
         StatusCode::OK
     };
     let mut resp = reply::json(status, answer.frame);
-    if answer.ok {
+    // Only an `initialize` needs it: a response's first extension allocates its map.
+    if answer.ok && asked == Asked::Initialize {
         resp.extensions_mut().insert(Succeeded);
     }
     resp

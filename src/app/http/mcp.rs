@@ -19,7 +19,7 @@ use axum::response::Response;
 use futures::FutureExt;
 use tokio::sync::{OwnedSemaphorePermit, mpsc};
 
-use super::answer::{Work, json_answer};
+use super::answer::{Asked, Work, json_answer};
 use super::gate::{self, Accept};
 use super::origin::Origin;
 use super::resumable::Resumable;
@@ -322,8 +322,12 @@ async fn request(
         },
     };
     let stream = (accept.sse && streams) || !accept.json;
-    let initialize = matches!(req.method, Method::Initialize(_));
-    let discover = matches!(req.method, Method::Discover);
+    let asked = match req.method {
+        Method::Initialize(_) => Asked::Initialize,
+        Method::Discover => Asked::Discover,
+        _ => Asked::Other,
+    };
+    let initialize = asked == Asked::Initialize;
     // A stream that waits for a task learns it from the handler, for resumable event ids.
     let resumable = match stream && waits {
         true => Resumable::of_request(s, &req, principal.tenant),
@@ -352,7 +356,7 @@ async fn request(
             resumable,
             permit,
         };
-        return sse::respond(s, accept, id, discover, feed).await;
+        return sse::respond(s, accept, id, asked, feed).await;
     }
     // A plain answer: notifications have no way to the client, so they are dropped.
     drop(outbound);
@@ -368,7 +372,7 @@ async fn request(
             Err(_) => return reply::timed_out(&id),
         }
     };
-    json_answer(s, &id, discover, outcome)
+    json_answer(s, &id, asked, outcome)
 }
 
 /// Whether a plain `tools/call` waits for a long-running tool (`--long-running wait`, or

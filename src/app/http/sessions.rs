@@ -67,7 +67,7 @@ pub(super) fn new_state(
         nonce: data_encoding::HEXLOWER.encode(&nonce),
         protocol: PROTOCOL_VERSION.to_owned(),
         tenant: principal.tenant,
-        subject: principal.actor.clone(),
+        subject: principal.actor.to_string(),
         client: params
             .client_name
             .clone()

@@ -25,7 +25,7 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::answer::{Work, json_answer};
+use super::answer::{Asked, Work, json_answer};
 use super::gate::Accept;
 use super::reply;
 use super::resumable::Resumable;
@@ -55,14 +55,14 @@ pub(super) async fn respond(
     s: &Shared,
     accept: Accept,
     id: RequestId,
-    discover: bool,
+    asked: Asked,
     mut feed: Feed,
 ) -> Response {
     let mut first = None;
     if accept.json {
         tokio::select! {
             biased;
-            outcome = &mut feed.work => return json_answer(s, &id, discover, outcome),
+            outcome = &mut feed.work => return json_answer(s, &id, asked, outcome),
             Some(frame) = feed.outbound.recv() => first = Some(frame),
             () = tokio::time::sleep(STREAM_AFTER) => {}
         }

@@ -25,6 +25,17 @@ const DURATION_BUCKETS: [f64; 14] = [
 ];
 
 static TENANT_LABEL: AtomicBool = AtomicBool::new(false);
+static RECORDING: AtomicBool = AtomicBool::new(false);
+
+/// Whether a meter provider is installed. Without one every instrument is a no-op, and
+/// the labels of a measurement (a few allocations per call) are not built either.
+pub fn record_metrics(on: bool) {
+    RECORDING.store(on, Ordering::Relaxed);
+}
+
+fn recording() -> bool {
+    RECORDING.load(Ordering::Relaxed)
+}
 
 /// `--metrics-tenant-label`: whether metrics that know the tenant carry it.
 pub fn label_tenants(on: bool) {
@@ -118,6 +129,9 @@ pub fn request_ended(
     took: Duration,
     transport: &'static str,
 ) {
+    if !recording() {
+        return;
+    }
     let mut attrs = vec![
         KeyValue::new("mcp.method.name", method),
         KeyValue::new("network.transport", transport),
@@ -136,6 +150,9 @@ pub(super) fn call_ended(
     transport: &'static str,
     tenant: Option<&TenantId>,
 ) {
+    if !recording() {
+        return;
+    }
     let mut attrs = vec![
         KeyValue::new("mcp.method.name", "tools/call"),
         KeyValue::new("network.transport", transport),
@@ -160,6 +177,9 @@ fn task_attrs(tool: &'static str, tenant: Option<&TenantId>) -> Vec<KeyValue> {
 
 /// A task run started.
 pub(super) fn task_started(tool: &'static str, tenant: Option<&TenantId>) {
+    if !recording() {
+        return;
+    }
     instruments()
         .tasks_running
         .add(1, &task_attrs(tool, tenant));
@@ -168,6 +188,9 @@ pub(super) fn task_started(tool: &'static str, tenant: Option<&TenantId>) {
 /// A task run ended: `completed`, `failed` (an error or a panic) or `cancelled` (stopped
 /// before it ended: cancelled, or killed at shutdown).
 pub(super) fn task_ended(tool: &'static str, outcome: Outcome, tenant: Option<&TenantId>) {
+    if !recording() {
+        return;
+    }
     let mut attrs = task_attrs(tool, tenant);
     let i = instruments();
     i.tasks_running.add(-1, &attrs);
@@ -182,6 +205,9 @@ pub(super) fn task_ended(tool: &'static str, outcome: Outcome, tenant: Option<&T
 
 /// The HTTP transport refused a request (`tenant` when it is known: rate refusals).
 pub fn refused(reason: Refusal, tenant: Option<&TenantId>) {
+    if !recording() {
+        return;
+    }
     let mut attrs = vec![KeyValue::new("cyberos.refusal.reason", reason.as_str())];
     attrs.extend(tenant_label(tenant));
     instruments().refusals.add(1, &attrs);

@@ -25,7 +25,7 @@ mod timestamp;
 
 pub use context::{Parent, parse_traceparent, parse_tracestate};
 pub use layer::otel_layer;
-pub use metrics::{OTHER, Refusal, label_tenants, refused, request_ended};
+pub use metrics::{OTHER, Refusal, label_tenants, record_metrics, refused, request_ended};
 pub use outcome::Outcome;
 pub use span::{CallSpan, PLUGIN_ID, TaskSpan, request_trace_id};
 pub use text::{TextFields, TextLine};

@@ -45,9 +45,9 @@ pub fn metrics(config: &Config, scrape: bool) -> Result<Option<Meters>, ConfigEr
     if push.is_none() && !scrape {
         return Ok(None);
     }
-    Meters::start(push.as_ref(), scrape)
-        .map(Some)
-        .map_err(ConfigError)
+    let meters = Meters::start(push.as_ref(), scrape).map_err(ConfigError)?;
+    crate::app::telemetry::record_metrics(true);
+    Ok(Some(meters))
 }
 
 /// What `GET /metrics` serves, when [`metrics`] set up a scrape.

@@ -31,7 +31,7 @@ pub(crate) fn tenant() -> TenantId {
 
 /// The call runs as the token's principal.
 pub(crate) fn as_alice(ctx: &CallCtx) -> bool {
-    ctx.tenant == tenant() && ctx.actor == "alice"
+    ctx.tenant == tenant() && &*ctx.actor == "alice"
 }
 
 /// `tok-a`: every scope; `tok-ro`: the read scopes; anything else is refused.
@@ -49,7 +49,7 @@ pub(crate) fn verifier() -> MockVerifier {
         Ok(Principal {
             tenant: tenant(),
             actor: "alice".into(),
-            scopes,
+            scopes: scopes.into(),
         })
     });
     v

@@ -258,7 +258,7 @@ impl MemoryClient for InMemoryAudit {
             AuditEntry {
                 audit_id: id.clone(),
                 kind: entry.kind.clone(),
-                actor_id: ctx.actor.clone(),
+                actor_id: ctx.actor.to_string(),
                 subject: entry.subject.clone(),
                 body: entry.body.clone(),
                 recorded_at,
@@ -337,7 +337,7 @@ impl cyberos_mcp_bridge::ports::TokenVerifier for StaticTokens {
             "full" => Ok(Principal {
                 tenant,
                 actor: "tester".into(),
-                scopes: Scope::ALL.to_vec(),
+                scopes: Scope::ALL.into(),
             }),
             "read-only" => Ok(Principal {
                 tenant,
