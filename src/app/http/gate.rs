@@ -79,11 +79,19 @@ pub struct Accept {
 impl Accept {
     /// Reads the `Accept` headers; absent means anything, answered as JSON.
     pub fn parse(headers: &HeaderMap) -> Accept {
-        let mut values = headers.get_all(ACCEPT).iter().peekable();
-        if values.peek().is_none() {
+        let values = headers.get_all(ACCEPT);
+        let mut iter = values.iter();
+        let Some(first) = iter.next() else {
             return Accept {
                 json: true,
                 sse: false,
+            };
+        };
+        // What MCP clients send (the spec has them list both), matched whole.
+        if iter.next().is_none() && first.as_bytes() == b"application/json, text/event-stream" {
+            return Accept {
+                json: true,
+                sse: true,
             };
         }
         let mut accept = Accept {
@@ -91,6 +99,7 @@ impl Accept {
             sse: false,
         };
         for range in values
+            .iter()
             .filter_map(|v| v.to_str().ok())
             .flat_map(|v| v.split(','))
         {
@@ -162,6 +171,11 @@ mod tests {
         assert!(!acc("application/json;q=0").any());
         assert!(acc("text/event-stream").sse);
         assert!(Accept::parse(&HeaderMap::new()).json);
+        let two = headers(&[
+            (ACCEPT, "application/json, text/event-stream"),
+            (ACCEPT, "application/json;q=0"),
+        ]);
+        assert!(Accept::parse(&two).sse, "a second Accept is read too");
     }
 
     #[test]

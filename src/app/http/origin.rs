@@ -168,7 +168,9 @@ fn is_local_host(url: &Url) -> bool {
 /// `localhost` or a loopback address, possibly bracketed (`[::1]`).
 fn is_local_name(name: &str) -> bool {
     let name = name.trim_end_matches('.');
-    name.eq_ignore_ascii_case("localhost")
+    // The usual names first, before an address is parsed.
+    name == "127.0.0.1"
+        || name.eq_ignore_ascii_case("localhost")
         || name
             .trim_start_matches('[')
             .trim_end_matches(']')

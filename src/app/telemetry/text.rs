@@ -7,6 +7,7 @@
 //! need escaping) is handed to tracing-subscriber's own formatter and visitor, so the
 //! output is theirs by construction; the tests hold the two side by side.
 
+use std::cell::RefCell;
 use std::fmt::{self, Write as _};
 
 use tracing::field::{Field, Visit};
@@ -95,15 +96,40 @@ where
 pub struct TextFields;
 
 impl<'w> FormatFields<'w> for TextFields {
-    fn format_fields<R: RecordFields>(&self, writer: Writer<'w>, fields: R) -> fmt::Result {
-        let mut v = Fields {
-            w: writer,
-            is_empty: true,
-            result: Ok(()),
-        };
-        fields.record(&mut v);
-        v.result
+    fn format_fields<R: RecordFields>(&self, mut writer: Writer<'w>, fields: R) -> fmt::Result {
+        // Written into a buffer this thread reuses, then handed over in one piece: a
+        // span's fields go into a new `String`, which would otherwise grow (and move) a
+        // few times over a call span's three ids.
+        thread_local! {
+            static SCRATCH: RefCell<String> = const { RefCell::new(String::new()) };
+        }
+        SCRATCH.with(|scratch| {
+            let Ok(mut buf) = scratch.try_borrow_mut() else {
+                // A field's formatting logged something: written in place.
+                return record(writer, fields);
+            };
+            buf.clear();
+            let result =
+                record(Writer::new(&mut *buf), fields).and_then(|()| writer.write_str(&buf));
+            if buf.capacity() > SCRATCH_KEPT {
+                *buf = String::new();
+            }
+            result
+        })
     }
+}
+
+/// The most a thread's field buffer keeps between uses.
+const SCRATCH_KEPT: usize = 16 * 1024;
+
+fn record<R: RecordFields>(w: Writer<'_>, fields: R) -> fmt::Result {
+    let mut v = Fields {
+        w,
+        is_empty: true,
+        result: Ok(()),
+    };
+    fields.record(&mut v);
+    v.result
 }
 
 struct Fields<'w> {
