@@ -160,7 +160,7 @@ async fn readiness_probes_share_one_store_check_a_second() {
         sessions: cyberos_mcp_bridge::app::http::SessionKey::new(&[7; 32]),
     };
     let routes = router(app, settings, tokio_util::sync::CancellationToken::new());
-    let probe = |routes: axum::Router| async move {
+    let probe = |routes: cyberos_mcp_bridge::app::http::Routes| async move {
         let req = axum::http::Request::get("/readyz")
             .header("host", "127.0.0.1:3000")
             .body(Body::empty())

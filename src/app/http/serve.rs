@@ -84,11 +84,17 @@ pub async fn serve(
 
 /// Serves `service` on `listener` with the connection limits above until `shutdown`;
 /// then stops accepting and drains in-flight requests (bounded by [`DRAIN`]).
-pub(super) async fn accept(
-    listener: TcpListener,
-    service: axum::Router,
-    shutdown: CancellationToken,
-) {
+pub(super) async fn accept<S>(listener: TcpListener, service: S, shutdown: CancellationToken)
+where
+    S: tower_service::Service<
+            axum::http::Request<hyper::body::Incoming>,
+            Response = axum::response::Response,
+            Error = std::convert::Infallible,
+        > + Clone
+        + Send
+        + 'static,
+    S::Future: Send + 'static,
+{
     let service = TowerToHyperService::new(service);
     let mut http = hyper::server::conn::http1::Builder::new();
     http.timer(TokioTimer::new())

@@ -1,5 +1,5 @@
 //! The order of the checks on `POST /mcp` (src/app/http/mcp.rs), in-process through
-//! `Router::oneshot`: Origin/Host (403) → `MCP-Protocol-Version` (400) → `Content-Type`
+//! `ServiceExt::oneshot`: Origin/Host (403) → `MCP-Protocol-Version` (400) → `Content-Type`
 //! (415) and `Accept` (406) → bearer token (401) → in-flight slots (503) → body size
 //! (413), byte budget (503) and shape (400) → per-tenant rate (429) → the method (403 for
 //! a missing scope). The token comes before the slots and the body (#14 item 5): an
@@ -15,9 +15,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::Router;
 use axum::body::Body;
 use axum::http::Request;
+use cyberos_mcp_bridge::app::http::Routes;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 use tower::ServiceExt;
@@ -174,7 +174,7 @@ const CHECKS: [Check; 12] = [
 /// The router over fakes, on a loopback bind, with the limits `post` asks for: a bucket
 /// that starts with half a call (so is empty) and refills one in 1000 s, no in-flight
 /// slots, no body budget.
-fn app(post: &Post) -> Router {
+fn app(post: &Post) -> Routes {
     let ports = Ports {
         tasks: Arc::new(Unavailable::new(Upstream::TaskStore, "no task store here")),
         cuo: Arc::new(ScriptedCuo),
