@@ -7,7 +7,6 @@ use std::time::{Duration, Instant};
 
 use futures::FutureExt;
 use serde_json::{Value, json};
-use tracing::Instrument;
 
 use crate::app::rpc::{
     self, BadParams, INVALID_PARAMS, INVALID_REQUEST, Incoming, InitializeParams, METHOD_NOT_FOUND,
@@ -67,7 +66,7 @@ pub async fn answer(app: &App, session: &Session, req: Request) -> Answer {
     let work =
         AssertUnwindSafe(dispatch(app, session, &req.method, trace, call.as_ref())).catch_unwind();
     let caught = match &call {
-        Some(span) => work.instrument(span.span().clone()).await,
+        Some(span) => in_span(span.span(), work).await,
         None => work.await,
     };
     let result = caught.unwrap_or_else(|_| {
@@ -275,6 +274,19 @@ fn is_supported_request(v: &str) -> bool {
         || (v.len() == 10
             && chrono::NaiveDate::parse_from_str(v, "%Y-%m-%d").is_ok()
             && v > PROTOCOL_VERSION)
+}
+
+/// `work` polled inside `span`, as `Instrumented` polls it, without its second entry:
+/// `Instrumented` enters the span again to drop the finished future, and each entry and
+/// exit goes through every layer (about 1.2k instructions per call). A call's future
+/// holds nothing whose drop logs.
+async fn in_span<F: Future>(span: &tracing::Span, work: F) -> F::Output {
+    let mut work = std::pin::pin!(work);
+    std::future::poll_fn(|cx| {
+        let _entered = span.enter();
+        work.as_mut().poll(cx)
+    })
+    .await
 }
 
 #[cfg(test)]
