@@ -49,10 +49,8 @@ const DIGITS: &[u8; 16] = b"0123456789abcdef";
 /// Lowercase hex of `bytes`.
 pub fn hex_lower(bytes: &[u8]) -> String {
     let mut out = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        out.push(DIGITS[usize::from(b >> 4)] as char);
-        out.push(DIGITS[usize::from(b & 0xf)] as char);
-    }
+    // Writing to a `String` cannot fail.
+    let _ = write_hex(&mut out, bytes);
     out
 }
 

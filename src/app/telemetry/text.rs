@@ -139,16 +139,29 @@ struct Fields<'w> {
 }
 
 impl Fields<'_> {
-    /// ` name=` (no space before the first field).
-    fn name(&mut self, field: &Field) -> fmt::Result {
+    /// The space before every field but the first.
+    fn pad(&mut self) -> fmt::Result {
         if self.is_empty {
             self.is_empty = false;
+            Ok(())
         } else {
-            self.w.write_char(' ')?;
+            self.w.write_char(' ')
         }
+    }
+
+    /// ` name=`.
+    fn name(&mut self, field: &Field) -> fmt::Result {
+        self.pad()?;
         let name = field.name();
         self.w.write_str(name.strip_prefix("r#").unwrap_or(name))?;
         self.w.write_char('=')
+    }
+
+    /// ` name=text`, for a value written as it is (numbers, booleans).
+    fn plain(&mut self, field: &Field, text: &str) {
+        if !self.skipped(field) {
+            self.result = self.name(field).and_then(|()| self.w.write_str(text));
+        }
     }
 
     /// A field this visitor does not write itself, written by tracing-subscriber's.
@@ -189,29 +202,15 @@ impl Visit for Fields<'_> {
     }
 
     fn record_u64(&mut self, field: &Field, value: u64) {
-        if !self.skipped(field) {
-            let mut digits = itoa::Buffer::new();
-            self.result = self
-                .name(field)
-                .and_then(|()| self.w.write_str(digits.format(value)));
-        }
+        self.plain(field, itoa::Buffer::new().format(value));
     }
 
     fn record_i64(&mut self, field: &Field, value: i64) {
-        if !self.skipped(field) {
-            let mut digits = itoa::Buffer::new();
-            self.result = self
-                .name(field)
-                .and_then(|()| self.w.write_str(digits.format(value)));
-        }
+        self.plain(field, itoa::Buffer::new().format(value));
     }
 
     fn record_bool(&mut self, field: &Field, value: bool) {
-        if !self.skipped(field) {
-            self.result = self
-                .name(field)
-                .and_then(|()| self.w.write_str(if value { "true" } else { "false" }));
-        }
+        self.plain(field, if value { "true" } else { "false" });
     }
 
     fn record_error(&mut self, field: &Field, value: &(dyn std::error::Error + 'static)) {
@@ -225,13 +224,8 @@ impl Visit for Fields<'_> {
             return;
         }
         self.result = if field.name() == "message" {
-            if self.is_empty {
-                self.is_empty = false;
-            } else if let Err(e) = self.w.write_char(' ') {
-                self.result = Err(e);
-                return;
-            }
-            write!(Sanitized(&mut self.w), "{value:?}")
+            self.pad()
+                .and_then(|()| write!(Sanitized(&mut self.w), "{value:?}"))
         } else {
             self.name(field).and_then(|()| write!(self.w, "{value:?}"))
         };
