@@ -101,6 +101,11 @@ fn main() {
         "bridge tools/call list_skills, 64 in flight",
         bridge.pipelined(&call, n * 2, 64),
     );
+    // The token as a host usually hands it over: a file, read again on every call.
+    report(
+        "bridge tools/call, token from --token-file",
+        token_file_bridge(&data.join("token-file"), skills).sequential(&call, n),
+    );
     // Through the pooled CUO child (the bundled reference runner).
     let route = json!({"method": "tools/call", "params": {"name": "cyberos.cuo.route",
         "arguments": {"query": "Architect a new payment routing system for Southeast Asian markets"}}});
@@ -142,6 +147,31 @@ fn main() {
             call.per_sec / echo.per_sec
         );
     }
+}
+
+/// A bridge whose stdio token comes from `--token-file` (a dev token for the local
+/// tenant, signed with the key in `data`), which it reads on every call.
+fn token_file_bridge(data: &std::path::Path, skills: &str) -> Server {
+    let out = std::process::Command::new(bridge_bin())
+        .arg("--data-dir")
+        .arg(data)
+        .args([
+            "dev-token",
+            "--tenant",
+            "00000000-0000-4000-8000-000000000001",
+        ])
+        .output()
+        .expect("running dev-token");
+    assert!(out.status.success(), "dev-token failed");
+    let file = data.join("bench-token");
+    std::fs::write(&file, &out.stdout).unwrap();
+    let mut bridge = Server::bridge_initialized_with(
+        data,
+        skills,
+        &["--token-file", file.to_str().expect("a UTF-8 temp path")],
+    );
+    bridge.sequential(&json!({"method": "ping"}), 10);
+    bridge
 }
 
 /// The sequential echo and call again with the server placed the same way for both: on
