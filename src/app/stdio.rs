@@ -76,21 +76,31 @@ where
                 let _ = tx.send(rpc::failure(e.id.as_ref(), &err)).await;
             }
             Ok(Incoming::Request(req)) => {
+                let app = app.clone();
+                let session = Arc::clone(&session);
+                let tx = tx.clone();
                 let cancelled = session.track(&req.id);
-                let mut request = Box::pin(respond(
-                    app.clone(),
-                    Arc::clone(&session),
-                    tx.clone(),
-                    cancelled,
-                    req,
-                ));
-                // Most requests (ping, tools/list, an in-process tool) finish in their
-                // first poll: run that here, and make a task only of one that has to wait.
-                // The first poll runs on this thread either way; a task would only have
-                // cost its spawn, its scheduling and its join handle.
-                if futures::poll!(request.as_mut()).is_pending() {
-                    tracker.spawn(request);
-                }
+                tracker.spawn(async move {
+                    let id = req.id.clone();
+                    let method = req.method.name().to_owned();
+                    let work = AssertUnwindSafe(server::answer(&app, &session, req)).catch_unwind();
+                    let frame = tokio::select! {
+                        // MCP: a cancelled request gets no response.
+                        () = cancelled.cancelled() => None,
+                        outcome = work => Some(match outcome {
+                            Ok(answer) => answer.frame,
+                            Err(_) => panic_frame(&id, &method),
+                        }),
+                    };
+                    session.untrack(&id);
+                    match frame {
+                        Some(frame) => {
+                            let _ = tx.send(frame).await;
+                        }
+                        // No answer will be written: nothing to wait for.
+                        None => session.release_held(),
+                    }
+                });
             }
             Ok(other) => {
                 // Notifications and responses are cheap; handle them in order.
@@ -112,35 +122,6 @@ where
     drop(tx);
     let _ = writer.await;
     result
-}
-
-/// Answers one request, unless it is cancelled first (MCP: a cancelled request gets no
-/// response), and queues the answer for the writer.
-async fn respond(
-    app: App,
-    session: Arc<Session>,
-    tx: mpsc::Sender<String>,
-    cancelled: CancellationToken,
-    req: rpc::Request,
-) {
-    let id = req.id.clone();
-    let method = req.method.name().to_owned();
-    let work = AssertUnwindSafe(server::answer(&app, &session, req)).catch_unwind();
-    let frame = tokio::select! {
-        () = cancelled.cancelled() => None,
-        outcome = work => Some(match outcome {
-            Ok(answer) => answer.frame,
-            Err(_) => panic_frame(&id, &method),
-        }),
-    };
-    session.untrack(&id);
-    match frame {
-        Some(frame) => {
-            let _ = tx.send(frame).await;
-        }
-        // No answer will be written: nothing to wait for.
-        None => session.release_held(),
-    }
 }
 
 /// The internal-error response for a handler that panicked; the bridge keeps serving.
