@@ -14,6 +14,7 @@
 
 use std::time::{Duration, Instant};
 
+use cyberos_mcp_bridge::app::identity::LOCAL_TENANT;
 use serde_json::{Value, json};
 
 /// The binary under test: `BENCH_BRIDGE` when set (another build, e.g. an older commit's
@@ -155,11 +156,7 @@ fn token_file_bridge(data: &std::path::Path, skills: &str) -> Server {
     let out = std::process::Command::new(bridge_bin())
         .arg("--data-dir")
         .arg(data)
-        .args([
-            "dev-token",
-            "--tenant",
-            "00000000-0000-4000-8000-000000000001",
-        ])
+        .args(["dev-token", "--tenant", LOCAL_TENANT])
         .output()
         .expect("running dev-token");
     assert!(out.status.success(), "dev-token failed");
