@@ -116,7 +116,7 @@ impl Identity {
             // `std::fs` reads in three system calls, where `tokio::fs` hands each read to
             // a blocking thread and back (two thread wake-ups per call, tens of µs).
             StdioToken::File(path) => match std::fs::read_to_string(path) {
-                Ok(token) => self.verifier.verify(token.trim()).await,
+                Ok(token) => self.verifier.verify_recurring(token.trim()).await,
                 Err(e) => {
                     tracing::warn!(path = %path.display(), "cannot read --token-file: {e}");
                     Err(DomainError::denied(
@@ -125,7 +125,7 @@ impl Identity {
                     ))
                 }
             },
-            StdioToken::Literal(token) => self.verifier.verify(token).await,
+            StdioToken::Literal(token) => self.verifier.verify_recurring(token).await,
             StdioToken::None => {
                 tracing::debug!(reason = %TokenRejection::Missing.reason(), "token rejected");
                 Err(TokenRejection::Missing.into_error())

@@ -23,18 +23,74 @@ pub fn structured<T: Serialize + ?Sized>(value: &T) -> Result<Reply, DomainError
 /// # Errors
 /// `Internal` when the text cannot be escaped (it can: this never fails in practice).
 pub fn structured_json(json: String) -> Result<Reply, DomainError> {
-    let broken = |e: serde_json::Error| {
-        DomainError::internal("a tool result does not serialize", Some(e.into()))
-    };
-    let mut out = Vec::with_capacity(2 * json.len() + 96);
-    out.extend_from_slice(br#"{"content":[{"type":"text","text":"#);
-    serde_json::to_writer(&mut out, json.as_str()).map_err(broken)?;
-    out.extend_from_slice(br#"}],"structuredContent":"#);
-    out.extend_from_slice(json.as_bytes());
-    out.extend_from_slice(br#","isError":false}"#);
-    let text = String::from_utf8(out)
-        .map_err(|e| DomainError::internal("a tool result is not UTF-8", Some(e.into())))?;
-    Ok(Reply::Raw(text.into()))
+    let escaped = escaped(&json)
+        .map_err(|e| DomainError::internal("a tool result does not serialize", Some(e.into())))?;
+    let mut result = StructuredText::with_capacity(json.len());
+    result.push(&json, &escaped);
+    Ok(result.into_reply())
+}
+
+/// `text` escaped as the inside of a JSON string (without the quotes around it).
+///
+/// # Errors
+/// Never in practice: serde_json refuses nothing a `&str` can hold.
+pub fn escaped(text: &str) -> Result<String, serde_json::Error> {
+    let quoted = serde_json::to_string(text)?;
+    Ok(quoted[1..quoted.len() - 1].to_owned())
+}
+
+/// A successful `CallToolResult` whose JSON is written piece by piece, each piece with its
+/// escaped form beside it (for the `content` text), so pieces escaped once (a skill's
+/// listing entry) are copied, never escaped again.
+pub struct StructuredText {
+    json: Vec<u8>,
+    text: Vec<u8>,
+}
+
+impl StructuredText {
+    const TEXT_OPEN: &[u8] = br#"{"content":[{"type":"text","text":""#;
+    const JSON_OPEN: &[u8] = br#""}],"structuredContent":"#;
+    const CLOSE: &[u8] = br#","isError":false}"#;
+
+    /// Room for a JSON text of about `len` bytes.
+    pub fn with_capacity(len: usize) -> StructuredText {
+        let mut text = Vec::with_capacity(Self::TEXT_OPEN.len() + 2 * len + 2 * 96);
+        text.extend_from_slice(Self::TEXT_OPEN);
+        StructuredText {
+            json: Vec::with_capacity(len + Self::CLOSE.len()),
+            text,
+        }
+    }
+
+    /// Appends `json`, whose escaped form (as by [`escaped`]) is `escaped`.
+    pub fn push(&mut self, json: &str, escaped: &str) {
+        self.json.extend_from_slice(json.as_bytes());
+        self.text.extend_from_slice(escaped.as_bytes());
+    }
+
+    /// Appends JSON punctuation and names that need no escaping (no `"`, `\` or control
+    /// character).
+    pub fn push_plain(&mut self, plain: &str) {
+        debug_assert!(
+            !plain.bytes().any(|b| b == b'"' || b == b'\\' || b < 0x20),
+            "not plain: {plain}"
+        );
+        self.push(plain, plain);
+    }
+
+    /// The result: `{"content":[{"type":"text","text":<escaped>}],"structuredContent":<json>,"isError":false}`.
+    pub fn into_reply(self) -> Reply {
+        let StructuredText { json, mut text } = self;
+        text.reserve(Self::JSON_OPEN.len() + json.len() + Self::CLOSE.len());
+        text.extend_from_slice(Self::JSON_OPEN);
+        text.extend_from_slice(&json);
+        text.extend_from_slice(Self::CLOSE);
+        // Only `&str`s went in, and whole ones.
+        Reply::Text(
+            String::from_utf8(text)
+                .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()),
+        )
+    }
 }
 
 /// The same result as a value, for the task paths that add to it (`tasks/result`'s

@@ -23,6 +23,7 @@ struct Inner {
     registry: Registry,
     runner: Arc<TaskRunner>,
     workflows: crate::app::tools::WorkflowCatalog,
+    skill_entries: crate::app::tools::SkillEntries,
 }
 
 impl App {
@@ -41,6 +42,7 @@ impl App {
             registry,
             runner,
             workflows: Default::default(),
+            skill_entries: Default::default(),
         }))
     }
 
@@ -75,6 +77,11 @@ impl App {
     /// The CUO workflow catalogue `execute_workflow` checks against.
     pub(crate) fn workflows(&self) -> &crate::app::tools::WorkflowCatalog {
         &self.0.workflows
+    }
+
+    /// The skills' rendered listing entries.
+    pub(crate) fn skill_entries(&self) -> &crate::app::tools::SkillEntries {
+        &self.0.skill_entries
     }
 
     /// The principal of a request: verified by the transport (HTTP), or from the stdio

@@ -15,6 +15,16 @@ pub trait TokenVerifier: Send + Sync + 'static {
     /// `UpstreamUnavailable` only when no key could be obtained to check it.
     async fn verify(&self, token: &str) -> Result<Principal, DomainError>;
 
+    /// [`TokenVerifier::verify`] for the token one caller presents on request after
+    /// request (the stdio token): a verifier may keep what depends only on the token's
+    /// bytes from one call to the next.
+    ///
+    /// # Errors
+    /// As for [`TokenVerifier::verify`].
+    async fn verify_recurring(&self, token: &str) -> Result<Principal, DomainError> {
+        self.verify(token).await
+    }
+
     /// The claims of a confirmation token, signature, issuer and expiry checked.
     ///
     /// # Errors

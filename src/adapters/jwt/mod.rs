@@ -23,7 +23,7 @@ use serde::Deserialize;
 use crate::domain::confirm::{self, ConfirmationClaims};
 use crate::domain::{DomainError, Principal, Scope, TenantId, Timestamp, TokenRejection};
 use crate::ports::{Clock, TokenVerifier};
-use cache::{Verified, VerifiedTokens};
+use cache::{TokenKey, Verified, VerifiedTokens};
 use jwks::{Jwks, Keys};
 
 pub use describe::KeyInfo;
@@ -218,11 +218,41 @@ fn tenant(claim: Option<&str>, on_reject: OnReject) -> Result<TenantId, DomainEr
 #[async_trait::async_trait]
 impl TokenVerifier for JwtVerifier {
     async fn verify(&self, token: &str) -> Result<Principal, DomainError> {
-        let bearer: OnReject = TokenRejection::into_error;
         if token.len() > MAX_TOKEN_BYTES {
-            return Err(refuse(TokenRejection::Oversized, bearer));
+            return Err(refuse(TokenRejection::Oversized, TokenRejection::into_error));
         }
-        let key = self.verified.key(token);
+        self.verify_keyed(token, self.verified.key(token)).await
+    }
+
+    async fn verify_recurring(&self, token: &str) -> Result<Principal, DomainError> {
+        if token.len() > MAX_TOKEN_BYTES {
+            return Err(refuse(TokenRejection::Oversized, TokenRejection::into_error));
+        }
+        self.verify_keyed(token, self.verified.recurring_key(token))
+            .await
+    }
+
+    async fn verify_confirmation(&self, token: &str) -> Result<ConfirmationClaims, DomainError> {
+        let c: ConfirmClaims = self.decode(token, confirm::token_rejected).await?;
+        Ok(ConfirmationClaims {
+            tenant: tenant(c.tenant_id.as_deref(), confirm::token_rejected)?,
+            subject: c.sub,
+            purpose: c.purpose,
+            tool: c.tool,
+            args_sha256: c.args_sha256,
+            jti: c.jti,
+            expires_at: Timestamp::from_unix_millis(c.exp.saturating_mul(1000)),
+            issued_at: c
+                .iat
+                .map(|t| Timestamp::from_unix_millis(t.saturating_mul(1000))),
+        })
+    }
+}
+
+impl JwtVerifier {
+    /// A bearer token's principal, remembered under `key` (its cache key).
+    async fn verify_keyed(&self, token: &str, key: TokenKey) -> Result<Principal, DomainError> {
+        let bearer: OnReject = TokenRejection::into_error;
         if let Some(principal) = self.verified.get(&key, self.clock.now()) {
             return Ok(principal);
         }
@@ -250,22 +280,6 @@ impl TokenVerifier for JwtVerifier {
         };
         self.verified.insert(key, generation, verified);
         Ok(principal)
-    }
-
-    async fn verify_confirmation(&self, token: &str) -> Result<ConfirmationClaims, DomainError> {
-        let c: ConfirmClaims = self.decode(token, confirm::token_rejected).await?;
-        Ok(ConfirmationClaims {
-            tenant: tenant(c.tenant_id.as_deref(), confirm::token_rejected)?,
-            subject: c.sub,
-            purpose: c.purpose,
-            tool: c.tool,
-            args_sha256: c.args_sha256,
-            jti: c.jti,
-            expires_at: Timestamp::from_unix_millis(c.exp.saturating_mul(1000)),
-            issued_at: c
-                .iat
-                .map(|t| Timestamp::from_unix_millis(t.saturating_mul(1000))),
-        })
     }
 }
 

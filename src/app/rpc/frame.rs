@@ -234,13 +234,16 @@ impl TraceMeta {
     }
 }
 
-/// A method's result: a value, or JSON text serialized once and reused (`tools/list`).
+/// A method's result: a value, or JSON text serialized already, once and reused
+/// (`tools/list`) or for this response (a tool's result).
 #[derive(Debug, Clone)]
 pub enum Reply {
     /// Serialized per response.
     Json(Value),
-    /// Already serialized.
+    /// Already serialized, shared between responses.
     Raw(std::sync::Arc<str>),
+    /// Already serialized for this response.
+    Text(String),
 }
 
 impl From<Value> for Reply {
@@ -266,16 +269,20 @@ pub fn success(id: &RequestId, result: &Reply) -> String {
             })
         }
         // A result serialized before: copied behind the envelope.
-        Reply::Raw(text) => {
-            let mut frame = String::with_capacity(text.len() + 64);
-            frame.push_str(r#"{"jsonrpc":"2.0","id":"#);
-            id.write_json(&mut frame);
-            frame.push_str(r#","result":"#);
-            frame.push_str(text);
-            frame.push('}');
-            frame
-        }
+        Reply::Raw(text) => raw_success(id, text),
+        Reply::Text(text) => raw_success(id, text),
     }
+}
+
+/// A success frame around a result serialized already.
+fn raw_success(id: &RequestId, text: &str) -> String {
+    let mut frame = String::with_capacity(text.len() + 64);
+    frame.push_str(r#"{"jsonrpc":"2.0","id":"#);
+    id.write_json(&mut frame);
+    frame.push_str(r#","result":"#);
+    frame.push_str(text);
+    frame.push('}');
+    frame
 }
 
 /// A success frame, in the order MCP examples write it.

@@ -10,6 +10,7 @@ pub mod registry;
 mod skill;
 mod workflows;
 
+pub use skill::SkillEntries;
 pub use workflows::WorkflowCatalog;
 
 pub use call::{call, tool_failure};

@@ -97,6 +97,7 @@ fn success_frames_carry_the_id_as_sent_around_either_kind_of_result() {
         for reply in [
             Reply::Json(result.clone()),
             Reply::Raw(result.to_string().into()),
+            Reply::Text(result.to_string()),
         ] {
             let frame: Value = serde_json::from_str(&success(&id, &reply)).unwrap();
             assert_eq!(
