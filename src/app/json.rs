@@ -43,29 +43,29 @@ pub fn escaped(text: &str) -> Result<String, serde_json::Error> {
 /// escaped form beside it (for the `content` text), so pieces escaped once (a skill's
 /// listing entry) are copied, never escaped again.
 pub struct StructuredText {
-    json: Vec<u8>,
-    text: Vec<u8>,
+    json: String,
+    text: String,
 }
 
 impl StructuredText {
-    const TEXT_OPEN: &[u8] = br#"{"content":[{"type":"text","text":""#;
-    const JSON_OPEN: &[u8] = br#""}],"structuredContent":"#;
-    const CLOSE: &[u8] = br#","isError":false}"#;
+    const TEXT_OPEN: &str = r#"{"content":[{"type":"text","text":""#;
+    const JSON_OPEN: &str = r#""}],"structuredContent":"#;
+    const CLOSE: &str = r#","isError":false}"#;
 
     /// Room for a JSON text of about `len` bytes.
     pub fn with_capacity(len: usize) -> StructuredText {
-        let mut text = Vec::with_capacity(Self::TEXT_OPEN.len() + 2 * len + 2 * 96);
-        text.extend_from_slice(Self::TEXT_OPEN);
+        let mut text = String::with_capacity(Self::TEXT_OPEN.len() + 2 * len + 2 * 96);
+        text.push_str(Self::TEXT_OPEN);
         StructuredText {
-            json: Vec::with_capacity(len + Self::CLOSE.len()),
+            json: String::with_capacity(len + Self::CLOSE.len()),
             text,
         }
     }
 
     /// Appends `json`, whose escaped form (as by [`escaped`]) is `escaped`.
     pub fn push(&mut self, json: &str, escaped: &str) {
-        self.json.extend_from_slice(json.as_bytes());
-        self.text.extend_from_slice(escaped.as_bytes());
+        self.json.push_str(json);
+        self.text.push_str(escaped);
     }
 
     /// Appends JSON punctuation and names that need no escaping (no `"`, `\` or control
@@ -82,14 +82,10 @@ impl StructuredText {
     pub fn into_reply(self) -> Reply {
         let StructuredText { json, mut text } = self;
         text.reserve(Self::JSON_OPEN.len() + json.len() + Self::CLOSE.len());
-        text.extend_from_slice(Self::JSON_OPEN);
-        text.extend_from_slice(&json);
-        text.extend_from_slice(Self::CLOSE);
-        // Only `&str`s went in, and whole ones.
-        Reply::Text(
-            String::from_utf8(text)
-                .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()),
-        )
+        text.push_str(Self::JSON_OPEN);
+        text.push_str(&json);
+        text.push_str(Self::CLOSE);
+        Reply::Text(text)
     }
 }
 

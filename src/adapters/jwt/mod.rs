@@ -219,14 +219,20 @@ fn tenant(claim: Option<&str>, on_reject: OnReject) -> Result<TenantId, DomainEr
 impl TokenVerifier for JwtVerifier {
     async fn verify(&self, token: &str) -> Result<Principal, DomainError> {
         if token.len() > MAX_TOKEN_BYTES {
-            return Err(refuse(TokenRejection::Oversized, TokenRejection::into_error));
+            return Err(refuse(
+                TokenRejection::Oversized,
+                TokenRejection::into_error,
+            ));
         }
         self.verify_keyed(token, self.verified.key(token)).await
     }
 
     async fn verify_recurring(&self, token: &str) -> Result<Principal, DomainError> {
         if token.len() > MAX_TOKEN_BYTES {
-            return Err(refuse(TokenRejection::Oversized, TokenRejection::into_error));
+            return Err(refuse(
+                TokenRejection::Oversized,
+                TokenRejection::into_error,
+            ));
         }
         self.verify_keyed(token, self.verified.recurring_key(token))
             .await

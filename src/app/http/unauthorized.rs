@@ -9,7 +9,7 @@ use super::reply;
 use super::shared::Shared;
 use crate::app::rpc::{Method, Request as RpcRequest, RequestId, RpcError};
 use crate::app::telemetry::{self, CallSpan, Outcome};
-use crate::domain::DomainError;
+use crate::domain::{DomainError, Tool};
 
 /// 401 with the RFC 9728 challenge and the envelope of why. A refused `tools/call` still
 /// gets its span (tenant `unknown`, outcome `authz_denied`).
@@ -25,7 +25,7 @@ pub(super) fn refuse(
         Method::ToolsCall(params) => {
             let call = CallSpan::start(parent.as_ref(), &r.id, "tcp", None);
             if let Ok(params) = params {
-                call.tool(&params.name);
+                call.tool(Tool::from_name(&params.name), &params.name);
             }
             Some(call)
         }

@@ -143,11 +143,11 @@ impl CallSpan {
         &self.timed.span
     }
 
-    /// Records the tool the call asked for (a known tool's name, or the unknown name as
-    /// sent, shortened and made inert).
-    pub fn tool(&self, name: &str) {
+    /// Records the tool the call asked for: `tool`, the one `name` names if any (a known
+    /// tool's name, or the unknown name as sent, shortened and made inert).
+    pub fn tool(&self, tool: Option<Tool>, name: &str) {
         // Metrics take a bounded label: the catalogue's spelling, or `_OTHER`.
-        let known = Tool::from_name(name).map_or(metrics::OTHER, Tool::name);
+        let known = tool.map_or(metrics::OTHER, Tool::name);
         let _ = self.timed.tool.set(known);
         if !self.timed.otel {
             return;

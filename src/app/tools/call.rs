@@ -24,7 +24,8 @@ pub async fn call(
     let call = params
         .as_ref()
         .map_err(|e| RpcError::protocol(INVALID_PARAMS, e.message.clone(), e.hint, trace))?;
-    span.tool(&call.name);
+    let tool = Tool::from_name(&call.name);
+    span.tool(tool, &call.name);
     let principal = match app.principal(session).await {
         Ok(p) => p,
         Err(e) => {
@@ -33,7 +34,7 @@ pub async fn call(
         }
     };
     span.tenant(&principal.tenant);
-    let Some(tool) = Tool::from_name(&call.name) else {
+    let Some(tool) = tool else {
         // MCP: an unknown tool is a protocol error, whatever --tool-errors says.
         return Err(RpcError::protocol(
             INVALID_PARAMS,

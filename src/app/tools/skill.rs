@@ -185,7 +185,10 @@ mod tests {
         let result: Value = serde_json::from_str(text).unwrap();
         let shown: Value =
             serde_json::from_str(result["content"][0]["text"].as_str().unwrap()).unwrap();
-        assert_eq!(shown, result["structuredContent"], "the text is the same JSON");
+        assert_eq!(
+            shown, result["structuredContent"],
+            "the text is the same JSON"
+        );
         assert_eq!(result["isError"], false);
         result["structuredContent"].clone()
     }
@@ -209,10 +212,7 @@ mod tests {
         assert_eq!(structured(&listing(&entries, &skills)), expected);
         // Again, from the rendered entries.
         assert_eq!(structured(&listing(&entries, &skills)), expected);
-        assert_eq!(
-            structured(&listing(&entries, &[])),
-            json!({"skills": []})
-        );
+        assert_eq!(structured(&listing(&entries, &[])), json!({"skills": []}));
     }
 
     #[test]
