@@ -156,3 +156,39 @@ fn unknown_personas_point_to_the_discovery_tools() {
     let vague = b.call("cyberos.cuo.route", json!({"query": "zzzz qqqq"}));
     assert_envelope(&vague, -32602, "input_validation");
 }
+
+/// A skill edited on disk is listed as it now reads once the index has read the folders
+/// again (at most 5 s after its last read): the listing's entries, rendered once per skill,
+/// follow the skills the index hands out, never an earlier read of them.
+#[test]
+fn an_edited_skill_is_listed_as_it_now_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let skills = dir.path().join("skills");
+    let script = "#!/bin/sh\necho '{}'\n";
+    crate::support::script_skill(&skills, "zz-edited", "Before the edit.", script);
+    let mut b = Bridge::initialized(&["--skills-dir", skills.to_str().unwrap()]);
+    let described = |b: &mut Bridge| {
+        let resp = b.call("cyberos.skill.list_skills", json!({}));
+        let text: Value =
+            serde_json::from_str(resp["result"]["content"][0]["text"].as_str().unwrap()).unwrap();
+        assert_eq!(text, resp["result"]["structuredContent"], "{resp}");
+        text["skills"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["name"] == "zz-edited")
+            .map(|s| s["description"].as_str().unwrap().to_owned())
+            .unwrap()
+    };
+    assert_eq!(described(&mut b), "Before the edit.");
+    assert_eq!(described(&mut b), "Before the edit.");
+    crate::support::script_skill(&skills, "zz-edited", "After the edit.", script);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while described(&mut b) != "After the edit." {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the edit was not listed within 20 s"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(250));
+    }
+}
