@@ -72,6 +72,7 @@ def main():
 
     print("polling every task through the balancer until each has ended")
     final, ended_after, lb_errors, polls = {}, {}, 0, 0
+    lb_statuses = []  # what the polls that were not 200 got, for the report
     while len(final) < len(owner) and time.monotonic() - killed_at < FAILED_WITHIN:
         for tid in owner:
             if tid in final:
@@ -80,6 +81,7 @@ def main():
             r = rpc(lb, token, "tasks/get", {"taskId": tid}, 300 + polls)
             if r.status != 200:
                 lb_errors += 1
+                lb_statuses.append(r.status)
                 continue
             got = r.frame.get("result", {})
             if got.get("status") in ("completed", "failed", "cancelled"):
@@ -97,7 +99,8 @@ def main():
             want = status == "completed"
         after = f", {ended_after[tid]:.1f} s after the kill" if tid in ended_after else ""
         expect(want, f"{tid} (ran on {own}): {status}{': ' + message if message else ''}{after}")
-    expect(lb_errors == 0, f"{polls} polls through the balancer after the kill, {lb_errors} not answered 200")
+    expect(lb_errors == 0, f"{polls} polls through the balancer after the kill, {lb_errors} not answered 200"
+           + (f" (HTTP {', '.join(map(str, lb_statuses))})" if lb_statuses else ""))
 
     done = next(t for t, o in owner.items() if o not in (victim,) and t != cancelled)
     r = rpc(lb, token, "tasks/result", {"taskId": done}, 400)

@@ -83,7 +83,10 @@ where
                 tracker.spawn(async move {
                     let id = req.id.clone();
                     let method = req.method.name().to_owned();
-                    let work = AssertUnwindSafe(server::answer(&app, &session, req)).catch_unwind();
+                    // Boxed: inline, the answer's future (about 1 KB) would be copied each
+                    // time the task's future moves (into the task, between its stages).
+                    let work = AssertUnwindSafe(Box::pin(server::answer(&app, &session, req)))
+                        .catch_unwind();
                     let frame = tokio::select! {
                         // MCP: a cancelled request gets no response.
                         () = cancelled.cancelled() => None,

@@ -8,9 +8,10 @@ mod long;
 mod memory;
 pub mod registry;
 mod skill;
+mod skill_entries;
 mod workflows;
 
-pub use skill::SkillEntries;
+pub use skill_entries::SkillEntries;
 pub use workflows::WorkflowCatalog;
 
 pub use call::{call, tool_failure};
