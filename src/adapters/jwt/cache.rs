@@ -43,8 +43,9 @@ impl Verified {
 }
 
 /// The cache key of a token: SipHash-2-4-128 of its bytes under the cache's secret key
-/// (the token itself is not kept). A PRF: without the key nobody can make two tokens
-/// share an entry, and 128 bits make an accidental collision out of reach.
+/// (the token itself is not kept, but for the last stdio token, which the process holds
+/// anyway). A PRF: without the key nobody can make two tokens share an entry, and 128
+/// bits make an accidental collision out of reach.
 pub(super) type TokenKey = u128;
 
 /// Remembered verified tokens.
