@@ -11,6 +11,9 @@ difference divided by 2N, so start-up and shutdown cancel out.
 usage: bench/callgrind_stdio.py [N]    (default N=300; needs valgrind)
 env:   BENCH_BRIDGE=<binary>  another build of the bridge (default: this tree's release
                               build, built first)
+       CACHE_SIM=1            also simulate the caches and print L1 instruction and data
+                              misses per message: what a message costs beyond its
+                              instructions is mostly code that does not fit in L1i
 """
 import json
 import os
@@ -41,12 +44,18 @@ def cargo_executable(args, target):
     sys.exit(f"cargo built no executable named {target}")
 
 
+CACHE_SIM = os.environ.get("CACHE_SIM") == "1"
+
+
 def instructions(command, handshake, message, n, env=None):
-    """Callgrind's total for `command` answering `handshake` then n copies of `message`."""
+    """Callgrind's totals for `command` answering `handshake` then n copies of `message`:
+    instructions, and with CACHE_SIM the L1 instruction and data misses."""
     with tempfile.TemporaryDirectory() as d:
         out = os.path.join(d, "callgrind.out")
-        p = subprocess.Popen(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
-                              *command(d)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        sim = ["--cache-sim=yes"] if CACHE_SIM else []
+        p = subprocess.Popen(["valgrind", "--tool=callgrind", *sim,
+                              f"--callgrind-out-file={out}", *command(d)],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                              stderr=subprocess.DEVNULL, env=env)
 
         def round_trip(msg):
@@ -65,14 +74,18 @@ def instructions(command, handshake, message, n, env=None):
         p.stdin.close()
         p.wait(timeout=120)
         with open(out) as f:
-            totals = [int(l.split()[1]) for l in f if l.startswith(("summary:", "totals:"))]
-        return totals[0]
+            lines = f.read().splitlines()
+        events = next(l.split()[1:] for l in lines if l.startswith("events:"))
+        totals = next(l.split()[1:] for l in lines if l.startswith(("summary:", "totals:")))
+        count = dict(zip(events, map(int, totals)))
+        # Ir: instructions; I1mr, D1mr + D1mw: L1 instruction and data misses.
+        return (count["Ir"], count.get("I1mr", 0), count.get("D1mr", 0) + count.get("D1mw", 0))
 
 
 def per_message(command, handshake, message, n, env=None):
     a = instructions(command, handshake, message, n, env)
     b = instructions(command, handshake, message, 3 * n, env)
-    return (b - a) / (2 * n)
+    return tuple((y - x) / (2 * n) for x, y in zip(a, b))
 
 
 def main():
@@ -112,8 +125,9 @@ def main():
          per_message(with_token_file, handshake, CALL, n, env)),
     ]
     print(f"instructions per message, callgrind, N={n} and {3 * n}:")
-    for name, count in rows:
-        print(f"  {name:<46} {count:>8.0f}  ({count / floor:.2f}× the echo)")
+    for name, (count, i1, d1) in rows:
+        misses = f"  L1i misses {i1:>6.0f}, L1d misses {d1:>5.0f}" if CACHE_SIM else ""
+        print(f"  {name:<46} {count:>8.0f}  ({count / floor[0]:.2f}× the echo){misses}")
 
 
 if __name__ == "__main__":
