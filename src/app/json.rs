@@ -35,8 +35,12 @@ pub fn structured_json(json: String) -> Result<Reply, DomainError> {
 /// # Errors
 /// Never in practice: serde_json refuses nothing a `&str` can hold.
 pub fn escaped(text: &str) -> Result<String, serde_json::Error> {
-    let quoted = serde_json::to_string(text)?;
-    Ok(quoted[1..quoted.len() - 1].to_owned())
+    // The quotes trimmed in place: every tool result but `list_skills` comes through
+    // here, and a second string would cost an allocation and a copy of the whole text.
+    let mut quoted = serde_json::to_string(text)?;
+    quoted.pop();
+    quoted.remove(0);
+    Ok(quoted)
 }
 
 /// A successful `CallToolResult` whose JSON is written piece by piece, each piece with its

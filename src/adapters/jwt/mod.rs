@@ -218,23 +218,11 @@ fn tenant(claim: Option<&str>, on_reject: OnReject) -> Result<TenantId, DomainEr
 #[async_trait::async_trait]
 impl TokenVerifier for JwtVerifier {
     async fn verify(&self, token: &str) -> Result<Principal, DomainError> {
-        if token.len() > MAX_TOKEN_BYTES {
-            return Err(refuse(
-                TokenRejection::Oversized,
-                TokenRejection::into_error,
-            ));
-        }
-        self.verify_keyed(token, self.verified.key(token)).await
+        self.verify_keyed(token, VerifiedTokens::key).await
     }
 
     async fn verify_recurring(&self, token: &str) -> Result<Principal, DomainError> {
-        if token.len() > MAX_TOKEN_BYTES {
-            return Err(refuse(
-                TokenRejection::Oversized,
-                TokenRejection::into_error,
-            ));
-        }
-        self.verify_keyed(token, self.verified.recurring_key(token))
+        self.verify_keyed(token, VerifiedTokens::recurring_key)
             .await
     }
 
@@ -256,9 +244,18 @@ impl TokenVerifier for JwtVerifier {
 }
 
 impl JwtVerifier {
-    /// A bearer token's principal, remembered under `key` (its cache key).
-    async fn verify_keyed(&self, token: &str, key: TokenKey) -> Result<Principal, DomainError> {
+    /// A bearer token's principal, remembered under the cache key `key_of` gives it (once
+    /// the token's size is checked: an oversized token is refused before it is hashed).
+    async fn verify_keyed(
+        &self,
+        token: &str,
+        key_of: fn(&VerifiedTokens, &str) -> TokenKey,
+    ) -> Result<Principal, DomainError> {
         let bearer: OnReject = TokenRejection::into_error;
+        if token.len() > MAX_TOKEN_BYTES {
+            return Err(refuse(TokenRejection::Oversized, bearer));
+        }
+        let key = key_of(&self.verified, token);
         if let Some(principal) = self.verified.get(&key, self.clock.now()) {
             return Ok(principal);
         }
