@@ -110,11 +110,10 @@ async fn two_instances_on_one_data_dir_share_tasks() {
         !rows.contains(&json!(id)),
         "the cancelled run went on and finished: {rows:?}"
     );
-    let log = a.log();
-    assert!(
-        log.contains(&format!("task_id={sibling} status=\"completed\"")),
-        "{log}"
-    );
+    // The sibling's audit row comes before its outcome's log line.
+    let finished = format!("task_id={sibling} status=\"completed\"");
+    let log = a.log_with(&finished, Duration::from_secs(5));
+    assert!(log.contains(&finished), "{log}");
     assert!(
         !log.contains(&format!("task_id={id} status=")),
         "the owner stored an outcome for the cancelled run: {log}"

@@ -264,6 +264,19 @@ impl Server {
     pub fn log(&self) -> String {
         self.log.lock().unwrap().join("\n")
     }
+
+    /// The log once it holds `needle`, or as it is after `within`: a serving bridge
+    /// writes its log lines in batches, a few milliseconds after the event.
+    pub fn log_with(&self, needle: &str, within: Duration) -> String {
+        let deadline = Instant::now() + within;
+        loop {
+            let log = self.log();
+            if log.contains(needle) || Instant::now() >= deadline {
+                return log;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
 }
 
 impl Drop for Server {
