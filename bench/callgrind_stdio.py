@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Instructions per stdio message, counted by callgrind: the bridge's `ping`, its
 authenticated `tools/call cyberos.skill.list_skills` (the `--dev` token, and a token read
-from `--token-file`), and the bare serde_json echo of `cargo bench --bench stdio`.
+from `--token-file`), and the two floors of `cargo bench --bench stdio` (the bare
+serde_json echo, and the same echo on Tokio pipes as the bridge reads and writes stdio).
 
 Instruction counts do not move with the VM's wake-up latency or its neighbours, so they
 compare builds where CPU time cannot. Each figure is a difference: the server run under
@@ -118,6 +119,8 @@ def main():
     floor = per_message(lambda d: [echo, "--echo-server"], [], PING, n)
     rows = [
         ("bare serde_json echo", floor),
+        ("the echo on Tokio pipes", per_message(lambda d: [echo, "--async-echo-server"], [],
+                                                PING, n)),
         ("bridge ping", per_message(served(), handshake, PING, n, env)),
         ("bridge tools/call list_skills (--dev token)",
          per_message(served(), handshake, CALL, n, env)),

@@ -1,5 +1,6 @@
 //! Stdio round-trip benchmark of the built binary, against a bare serde_json echo server
-//! measured in the same run (this file re-executes itself as that echo server).
+//! measured in the same run (this file re-executes itself as that echo server, and as the
+//! same echo on the bridge's stdio plumbing: Tokio pipes on a current-thread runtime).
 //!
 //! Run: `cargo bench --bench stdio` (add `-- --quick` for a short run; `BENCH_BRIDGE=<binary>`
 //! measures another build, e.g. an older commit's, with this harness). Reports p50/p99
@@ -8,7 +9,8 @@
 //! to the first `initialize` answer, and idle RSS; then the sequential echo and call again
 //! with this process and the server placed on one CPU and on two. The last lines are the
 //! verdict: the CPU per authenticated `tools/call` against the echo's per message,
-//! unpinned and in each placement.
+//! unpinned and in each placement, each followed by the two steps below it (the echo on
+//! Tokio pipes, the bridge's `ping`) against the same echo.
 //! The bridge logs at `info`, its serving default, into /dev/null.
 //! Bounded: a fixed number of requests per scenario, loopback pipes only.
 
@@ -41,6 +43,10 @@ fn main() {
     let args: Vec<String> = std::env::args().collect();
     if args.iter().any(|a| a == "--echo-server") {
         echo::serve();
+        return;
+    }
+    if args.iter().any(|a| a == "--async-echo-server") {
+        echo::serve_async();
         return;
     }
     let quick = args.iter().any(|a| a == "--quick");
@@ -84,7 +90,15 @@ fn main() {
         "bare serde_json echo, 64 in flight",
         echo.pipelined(&ping, n * 5, 64),
     );
-    report("bridge ping, sequential", bridge.sequential(&ping, n));
+    let async_echo_seq = {
+        let mut floor = Server::async_echo();
+        floor.sequential(&ping, n / 10);
+        report(
+            "echo on Tokio pipes, sequential",
+            floor.sequential(&ping, n),
+        )
+    };
+    let ping_seq = report("bridge ping, sequential", bridge.sequential(&ping, n));
     report(
         "bridge ping, 64 in flight",
         bridge.pipelined(&ping, n * 5, 64),
@@ -134,18 +148,21 @@ fn main() {
     let _ = std::fs::remove_dir_all(&data);
     // The verdict last: an authenticated short call against the bare echo, same run.
     println!(
-        "\nratio to the echo floor, authenticated tools/call list_skills: CPU per call {:.2}× sequential, {:.2}× 64 in flight (goal ≤ 2×); sequential throughput {:.2}× the echo's",
+        "\nratio to the echo floor, authenticated tools/call list_skills: CPU per call {:.2}× sequential, {:.2}× 64 in flight (goal ≤ 2×); sequential throughput {:.2}× the echo's{}",
         call_seq.cpu_us_per_req / echo_seq.cpu_us_per_req,
         call_pipe.cpu_us_per_req / echo_pipe.cpu_us_per_req,
-        call_seq.per_sec / echo_seq.per_sec
+        call_seq.per_sec / echo_seq.per_sec,
+        steps(&echo_seq, &async_echo_seq, &ping_seq)
     );
-    for (name, echo, call) in placed {
+    for row in placed {
         println!(
-            "  placed {name}: CPU per call {:.2}× sequential (echo {:.2} µs, call {:.2} µs); throughput {:.2}×",
-            call.cpu_us_per_req / echo.cpu_us_per_req,
-            echo.cpu_us_per_req,
-            call.cpu_us_per_req,
-            call.per_sec / echo.per_sec
+            "  placed {}: CPU per call {:.2}× sequential (echo {:.2} µs, call {:.2} µs); throughput {:.2}×{}",
+            row.name,
+            row.call.cpu_us_per_req / row.echo.cpu_us_per_req,
+            row.echo.cpu_us_per_req,
+            row.call.cpu_us_per_req,
+            row.call.per_sec / row.echo.per_sec,
+            steps(&row.echo, &row.async_echo, &row.ping)
         );
     }
 }
@@ -171,18 +188,34 @@ fn token_file_bridge(data: &std::path::Path, skills: &str) -> Server {
     bridge
 }
 
+/// Where the floor's CPU goes before the call's own work, for the verdict lines: the same
+/// echo on Tokio pipes (what waiting in `epoll_wait` costs) and the bridge's `ping` (a
+/// message through the bridge that does nothing), each against the bare echo.
+fn steps(echo: &Stats, async_echo: &Stats, ping: &Stats) -> String {
+    format!(
+        "; echo on Tokio pipes {:.2}×, bridge ping {:.2}×",
+        async_echo.cpu_us_per_req / echo.cpu_us_per_req,
+        ping.cpu_us_per_req / echo.cpu_us_per_req
+    )
+}
+
+/// One placement's sequential figures.
+struct Placed {
+    name: &'static str,
+    echo: Stats,
+    async_echo: Stats,
+    ping: Stats,
+    call: Stats,
+}
+
 /// The sequential echo and call again with the server placed the same way for both: on
 /// this process's CPU, and on a CPU of its own. Unpinned, the scheduler may keep a
 /// server that answers in a few µs (the echo) on its client's CPU, where a round trip is
 /// a switch between two threads, and wake one that takes longer (the bridge) on the other
 /// CPU, where each message costs a cross-CPU wake-up, which on a VM that never polls in
-/// idle is tens of µs of the woken side's CPU time: two placements compared.
-fn placements(
-    data: &std::path::Path,
-    skills: &str,
-    call: &Value,
-    n: u64,
-) -> Vec<(&'static str, Stats, Stats)> {
+/// idle is tens of µs of the woken side's CPU time: two placements compared. The echo on
+/// Tokio pipes and the bridge's `ping` are measured in each placement too.
+fn placements(data: &std::path::Path, skills: &str, call: &Value, n: u64) -> Vec<Placed> {
     use nix::sched::{CpuSet, sched_getaffinity, sched_setaffinity};
     use nix::unistd::Pid;
     let me = Pid::from_raw(0);
@@ -212,19 +245,25 @@ fn placements(
         // inherit the child's.
         pin(server_cpu);
         let mut echo = Server::echo();
+        let mut async_echo = Server::async_echo();
         let mut bridge = Server::bridge(&data.join(format!("placed-{server_cpu}")), skills);
         pin(cpus[0]);
         bridge.sequential(call, n / 10);
         echo.sequential(&ping, n / 10);
-        let e = report(
-            &format!("{name} ({server_cpu}): echo, sequential"),
-            echo.sequential(&ping, n),
-        );
-        let c = report(
-            &format!("{name} ({server_cpu}): tools/call, sequential"),
-            bridge.sequential(call, n),
-        );
-        rows.push((name, e, c));
+        async_echo.sequential(&ping, n / 10);
+        let row = |what: &str, server: &mut Server, message: &Value| {
+            report(
+                &format!("{name} ({server_cpu}): {what}, sequential"),
+                server.sequential(message, n),
+            )
+        };
+        rows.push(Placed {
+            name,
+            echo: row("echo", &mut echo, &ping),
+            async_echo: row("echo on Tokio pipes", &mut async_echo, &ping),
+            ping: row("bridge ping", &mut bridge, &ping),
+            call: row("tools/call", &mut bridge, call),
+        });
     }
     let _ = sched_setaffinity(me, &all);
     rows

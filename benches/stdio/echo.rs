@@ -1,4 +1,5 @@
-//! The floor of the stdio benchmark: a bare serde_json echo server.
+//! The floors of the stdio benchmark: a bare serde_json echo server, and the same echo
+//! served the way the bridge serves stdio.
 
 use std::io::{BufRead, BufReader, BufWriter, Write};
 
@@ -15,14 +16,55 @@ pub fn serve() {
             break;
         }
         let v: Value = serde_json::from_str(&line).unwrap();
-        serde_json::to_writer(
-            &mut out,
-            &json!({"jsonrpc": "2.0", "id": v["id"], "result": {}}),
-        )
-        .unwrap();
+        serde_json::to_writer(&mut out, &answer(&v)).unwrap();
         out.write_all(b"\n").unwrap();
         if input.buffer().is_empty() {
             out.flush().unwrap();
         }
     }
+}
+
+/// The same echo on the bridge's stdio plumbing: a current-thread Tokio runtime with
+/// stdin and stdout as pipes on its reactor (`app::cli`). It waits in `epoll_wait` and
+/// then reads, where the bare echo blocks in `read`: what an async stdio server pays per
+/// message before it does any work of its own.
+pub fn serve_async() {
+    use std::os::fd::AsFd;
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+    use tokio::net::unix::pipe;
+
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let stdin = std::io::stdin().as_fd().try_clone_to_owned().unwrap();
+        let stdout = std::io::stdout().as_fd().try_clone_to_owned().unwrap();
+        let mut input = tokio::io::BufReader::with_capacity(
+            64 * 1024,
+            pipe::Receiver::from_owned_fd(stdin).expect("stdin is a pipe"),
+        );
+        let mut out = tokio::io::BufWriter::with_capacity(
+            64 * 1024,
+            pipe::Sender::from_owned_fd(stdout).expect("stdout is a pipe"),
+        );
+        let mut line = String::new();
+        loop {
+            line.clear();
+            if input.read_line(&mut line).await.unwrap_or(0) == 0 {
+                break;
+            }
+            let v: Value = serde_json::from_str(&line).unwrap();
+            let frame = serde_json::to_vec(&answer(&v)).unwrap();
+            out.write_all(&frame).await.unwrap();
+            out.write_all(b"\n").await.unwrap();
+            if input.buffer().is_empty() {
+                out.flush().await.unwrap();
+            }
+        }
+    });
+}
+
+fn answer(request: &Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": request["id"], "result": {}})
 }

@@ -51,6 +51,13 @@ impl Server {
         Server::spawn(cmd)
     }
 
+    /// The echo on the bridge's stdio plumbing (`echo::serve_async`).
+    pub fn async_echo() -> Server {
+        let mut cmd = Command::new(std::env::current_exe().unwrap());
+        cmd.arg("--async-echo-server");
+        Server::spawn(cmd)
+    }
+
     /// A bridge past the handshake, settled.
     pub fn bridge(data: &std::path::Path, skills: &str) -> Server {
         Server::bridge_initialized_with(data, skills, &[])
