@@ -36,7 +36,8 @@ pub fn structured_json(json: String) -> Result<Reply, DomainError> {
 /// Never in practice: serde_json refuses nothing a `&str` can hold.
 pub fn escaped(text: &str) -> Result<String, serde_json::Error> {
     // The quotes trimmed in place: every tool result but `list_skills` comes through
-    // here, and a second string would cost an allocation and a copy of the whole text.
+    // here, and a second string would cost an allocation besides the copy (trimming the
+    // front shifts the text by a byte, within the string).
     let mut quoted = serde_json::to_string(text)?;
     quoted.pop();
     quoted.remove(0);
