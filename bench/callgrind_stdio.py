@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Instructions per stdio message, counted by callgrind: the bridge's `ping`, its
 authenticated `tools/call cyberos.skill.list_skills` (the `--dev` token, and a token read
-from `--token-file`), and the two floors of `cargo bench --bench stdio` (the bare
-serde_json echo, and the same echo on Tokio pipes as the bridge reads and writes stdio).
+from `--token-file`), and the three floors of `cargo bench --bench stdio` (the bare
+serde_json echo, the same echo on Tokio pipes as the bridge reads and writes stdio, and
+that server answering with the call's result).
 
 Instruction counts do not move with the VM's wake-up latency or its neighbours, so they
 compare builds where CPU time cannot. Each figure is a difference: the server run under
@@ -114,6 +115,17 @@ def main():
             f.write(token)
         return served(["--token-file", path])(d)
 
+    def call_result(d):
+        """The call's result as the bridge answers it, in a file for the answer floor."""
+        p = subprocess.run(served()(d), input="".join(
+            json.dumps(m) + "\n" for m in (INIT, dict(CALL, id=1))).encode(),
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, check=True)
+        path = os.path.join(d, "result.json")
+        with open(path, "w") as f:
+            json.dump(json.loads(p.stdout.splitlines()[-1])["result"], f,
+                      separators=(",", ":"))
+        return path
+
     handshake = [INIT, {"jsonrpc": "2.0", "method": "notifications/initialized"},
                  dict(CALL, id=-1)]
     floor = per_message(lambda d: [echo, "--echo-server"], [], PING, n)
@@ -121,6 +133,8 @@ def main():
         ("bare serde_json echo", floor),
         ("the echo on Tokio pipes", per_message(lambda d: [echo, "--async-echo-server"], [],
                                                 PING, n)),
+        ("the call's answer on Tokio pipes",
+         per_message(lambda d: [echo, "--answer-server", call_result(d)], [], PING, n)),
         ("bridge ping", per_message(served(), handshake, PING, n, env)),
         ("bridge tools/call list_skills (--dev token)",
          per_message(served(), handshake, CALL, n, env)),

@@ -1,6 +1,7 @@
 //! Stdio round-trip benchmark of the built binary, against a bare serde_json echo server
-//! measured in the same run (this file re-executes itself as that echo server, and as the
-//! same echo on the bridge's stdio plumbing: Tokio pipes on a current-thread runtime).
+//! measured in the same run (this file re-executes itself as that echo server, as the
+//! same echo on the bridge's stdio plumbing: Tokio pipes on a current-thread runtime, and
+//! as that server answering every request with the benchmarked call's result).
 //!
 //! Run: `cargo bench --bench stdio` (add `-- --quick` for a short run; `BENCH_BRIDGE=<binary>`
 //! measures another build, e.g. an older commit's, with this harness). Reports p50/p99
@@ -9,8 +10,8 @@
 //! to the first `initialize` answer, and idle RSS; then the sequential echo and call again
 //! with this process and the server placed on one CPU and on two. The last lines are the
 //! verdict: the CPU per authenticated `tools/call` against the echo's per message,
-//! unpinned and in each placement, each followed by the two steps below it (the echo on
-//! Tokio pipes, the bridge's `ping`) against the same echo.
+//! unpinned and in each placement, each followed by the steps below it (the echo on Tokio
+//! pipes, the call's answer on Tokio pipes, the bridge's `ping`) against the same echo.
 //! The bridge logs at `info`, its serving default, into /dev/null.
 //! Bounded: a fixed number of requests per scenario, loopback pipes only.
 
@@ -49,6 +50,10 @@ fn main() {
         echo::serve_async();
         return;
     }
+    if let Some(at) = args.iter().position(|a| a == "--answer-server") {
+        echo::serve_answer(&args[at + 1]);
+        return;
+    }
     let quick = args.iter().any(|a| a == "--quick");
     let n = if quick { 2_000 } else { 20_000 };
     let skills = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/skills");
@@ -82,6 +87,9 @@ fn main() {
     let mut echo = echo;
     // Warm the CUO child so its start-up is not measured as a call.
     bridge.sequential(&json!({"method": "tools/call", "params": {"name": "cyberos.cuo.list_personas", "arguments": {}}}), 1);
+    // The call's own result, for the floor that answers with it.
+    let answer = data.join("call-result.json");
+    std::fs::write(&answer, bridge.ask(&call)["result"].to_string()).unwrap();
     let echo_seq = report(
         "bare serde_json echo, sequential",
         echo.sequential(&ping, n),
@@ -95,6 +103,14 @@ fn main() {
         floor.sequential(&ping, n / 10);
         report(
             "echo on Tokio pipes, sequential",
+            floor.sequential(&ping, n),
+        )
+    };
+    let answer_seq = {
+        let mut floor = Server::answer_floor(&answer);
+        floor.sequential(&ping, n / 10);
+        report(
+            "the call's answer on Tokio pipes, sequential",
             floor.sequential(&ping, n),
         )
     };
@@ -144,7 +160,7 @@ fn main() {
     drop(bridge);
     drop(echo);
     collector_down(&data, skills, &call, n);
-    let placed = placements(&data, skills, &call, n);
+    let placed = placements(&data, skills, &answer, &call, n);
     let _ = std::fs::remove_dir_all(&data);
     // The verdict last: an authenticated short call against the bare echo, same run.
     println!(
@@ -152,7 +168,7 @@ fn main() {
         call_seq.cpu_us_per_req / echo_seq.cpu_us_per_req,
         call_pipe.cpu_us_per_req / echo_pipe.cpu_us_per_req,
         call_seq.per_sec / echo_seq.per_sec,
-        steps(&echo_seq, &async_echo_seq, &ping_seq)
+        steps(&echo_seq, &async_echo_seq, &answer_seq, &ping_seq)
     );
     for row in placed {
         println!(
@@ -162,7 +178,7 @@ fn main() {
             row.echo.cpu_us_per_req,
             row.call.cpu_us_per_req,
             row.call.per_sec / row.echo.per_sec,
-            steps(&row.echo, &row.async_echo, &row.ping)
+            steps(&row.echo, &row.async_echo, &row.answer, &row.ping)
         );
     }
 }
@@ -189,13 +205,17 @@ fn token_file_bridge(data: &std::path::Path, skills: &str) -> Server {
 }
 
 /// Where the floor's CPU goes before the call's own work, for the verdict lines: the same
-/// echo on Tokio pipes (what waiting in `epoll_wait` costs) and the bridge's `ping` (a
-/// message through the bridge that does nothing), each against the bare echo.
-fn steps(echo: &Stats, async_echo: &Stats, ping: &Stats) -> String {
+/// echo on Tokio pipes (what waiting in `epoll_wait` costs), that server answering with
+/// the call's result (what reading the request and writing those bytes costs: all of a
+/// call but its work), and the bridge's `ping` (a message through the bridge that does
+/// nothing), each against the bare echo.
+fn steps(echo: &Stats, async_echo: &Stats, answer: &Stats, ping: &Stats) -> String {
+    let x = |s: &Stats| s.cpu_us_per_req / echo.cpu_us_per_req;
     format!(
-        "; echo on Tokio pipes {:.2}×, bridge ping {:.2}×",
-        async_echo.cpu_us_per_req / echo.cpu_us_per_req,
-        ping.cpu_us_per_req / echo.cpu_us_per_req
+        "; echo on Tokio pipes {:.2}×, the call's answer on Tokio pipes {:.2}×, bridge ping {:.2}×",
+        x(async_echo),
+        x(answer),
+        x(ping)
     )
 }
 
@@ -204,6 +224,7 @@ struct Placed {
     name: &'static str,
     echo: Stats,
     async_echo: Stats,
+    answer: Stats,
     ping: Stats,
     call: Stats,
 }
@@ -214,8 +235,15 @@ struct Placed {
 /// a switch between two threads, and wake one that takes longer (the bridge) on the other
 /// CPU, where each message costs a cross-CPU wake-up, which on a VM that never polls in
 /// idle is tens of µs of the woken side's CPU time: two placements compared. The echo on
-/// Tokio pipes and the bridge's `ping` are measured in each placement too.
-fn placements(data: &std::path::Path, skills: &str, call: &Value, n: u64) -> Vec<Placed> {
+/// Tokio pipes, the call's answer on them and the bridge's `ping` are measured in each
+/// placement too.
+fn placements(
+    data: &std::path::Path,
+    skills: &str,
+    answer: &std::path::Path,
+    call: &Value,
+    n: u64,
+) -> Vec<Placed> {
     use nix::sched::{CpuSet, sched_getaffinity, sched_setaffinity};
     use nix::unistd::Pid;
     let me = Pid::from_raw(0);
@@ -246,11 +274,13 @@ fn placements(data: &std::path::Path, skills: &str, call: &Value, n: u64) -> Vec
         pin(server_cpu);
         let mut echo = Server::echo();
         let mut async_echo = Server::async_echo();
+        let mut answer = Server::answer_floor(answer);
         let mut bridge = Server::bridge(&data.join(format!("placed-{server_cpu}")), skills);
         pin(cpus[0]);
         bridge.sequential(call, n / 10);
         echo.sequential(&ping, n / 10);
         async_echo.sequential(&ping, n / 10);
+        answer.sequential(&ping, n / 10);
         let row = |what: &str, server: &mut Server, message: &Value| {
             report(
                 &format!("{name} ({server_cpu}): {what}, sequential"),
@@ -261,6 +291,7 @@ fn placements(data: &std::path::Path, skills: &str, call: &Value, n: u64) -> Vec
             name,
             echo: row("echo", &mut echo, &ping),
             async_echo: row("echo on Tokio pipes", &mut async_echo, &ping),
+            answer: row("the call's answer on Tokio pipes", &mut answer, &ping),
             ping: row("bridge ping", &mut bridge, &ping),
             call: row("tools/call", &mut bridge, call),
         });

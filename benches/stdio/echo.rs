@@ -1,5 +1,5 @@
-//! The floors of the stdio benchmark: a bare serde_json echo server, and the same echo
-//! served the way the bridge serves stdio.
+//! The floors of the stdio benchmark: a bare serde_json echo server, the same echo
+//! served the way the bridge serves stdio, and that server answering with a call's result.
 
 use std::io::{BufRead, BufReader, BufWriter, Write};
 
@@ -29,6 +29,25 @@ pub fn serve() {
 /// then reads, where the bare echo blocks in `read`: what an async stdio server pays per
 /// message before it does any work of its own.
 pub fn serve_async() {
+    serve_on_tokio(|request, frame| serde_json::to_writer(frame, &answer(request)).unwrap());
+}
+
+/// [`serve_async`] answering every request with `result` (JSON text, read from the file
+/// at `path`), copied behind its envelope as the bridge copies a result it has serialized:
+/// the least a server on these pipes can do to answer with the bytes a call answers with.
+pub fn serve_answer(path: &str) {
+    let result = std::fs::read_to_string(path).unwrap();
+    serve_on_tokio(|request, frame| {
+        frame.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
+        serde_json::to_writer(&mut *frame, &request["id"]).unwrap();
+        frame.extend_from_slice(br#","result":"#);
+        frame.extend_from_slice(result.as_bytes());
+        frame.push(b'}');
+    });
+}
+
+/// Reads a line, parses it, and writes what `answer` puts in the frame for it.
+fn serve_on_tokio(answer: impl Fn(&Value, &mut Vec<u8>)) {
     use std::os::fd::AsFd;
     use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
     use tokio::net::unix::pipe;
@@ -55,7 +74,8 @@ pub fn serve_async() {
                 break;
             }
             let v: Value = serde_json::from_str(&line).unwrap();
-            let frame = serde_json::to_vec(&answer(&v)).unwrap();
+            let mut frame = Vec::with_capacity(128);
+            answer(&v, &mut frame);
             out.write_all(&frame).await.unwrap();
             out.write_all(b"\n").await.unwrap();
             if input.buffer().is_empty() {

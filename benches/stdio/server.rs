@@ -58,6 +58,14 @@ impl Server {
         Server::spawn(cmd)
     }
 
+    /// [`Server::async_echo`] answering every request with the result in the file at
+    /// `result` (`echo::serve_answer`).
+    pub fn answer_floor(result: &std::path::Path) -> Server {
+        let mut cmd = Command::new(std::env::current_exe().unwrap());
+        cmd.arg("--answer-server").arg(result);
+        Server::spawn(cmd)
+    }
+
     /// A bridge past the handshake, settled.
     pub fn bridge(data: &std::path::Path, skills: &str) -> Server {
         Server::bridge_initialized_with(data, skills, &[])
@@ -138,6 +146,13 @@ impl Server {
                     .sum()
             })
             .unwrap_or(0)
+    }
+
+    /// Sends one request and returns its response.
+    pub fn ask(&mut self, template: &Value) -> Value {
+        self.send(1, template);
+        self.stdin.flush().unwrap();
+        self.recv()
     }
 
     pub fn rss_kib(&self) -> u64 {
