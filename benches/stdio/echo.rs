@@ -68,13 +68,15 @@ fn serve_on_tokio(answer: impl Fn(&Value, &mut Vec<u8>)) {
             pipe::Sender::from_owned_fd(stdout).expect("stdout is a pipe"),
         );
         let mut line = String::new();
+        // One frame buffer for the run: a floor allocates no more than it must.
+        let mut frame = Vec::new();
         loop {
             line.clear();
             if input.read_line(&mut line).await.unwrap_or(0) == 0 {
                 break;
             }
             let v: Value = serde_json::from_str(&line).unwrap();
-            let mut frame = Vec::with_capacity(128);
+            frame.clear();
             answer(&v, &mut frame);
             out.write_all(&frame).await.unwrap();
             out.write_all(b"\n").await.unwrap();
