@@ -45,25 +45,26 @@ impl Server {
         }
     }
 
-    pub fn echo() -> Server {
+    /// This bench binary re-executed as one of its floors (`args` pick it, see `main`).
+    fn floor(args: &[&std::ffi::OsStr]) -> Server {
         let mut cmd = Command::new(std::env::current_exe().unwrap());
-        cmd.arg("--echo-server");
+        cmd.args(args);
         Server::spawn(cmd)
+    }
+
+    pub fn echo() -> Server {
+        Server::floor(&["--echo-server".as_ref()])
     }
 
     /// The echo on the bridge's stdio plumbing (`echo::serve_async`).
     pub fn async_echo() -> Server {
-        let mut cmd = Command::new(std::env::current_exe().unwrap());
-        cmd.arg("--async-echo-server");
-        Server::spawn(cmd)
+        Server::floor(&["--async-echo-server".as_ref()])
     }
 
     /// [`Server::async_echo`] answering every request with the result in the file at
     /// `result` (`echo::serve_answer`).
     pub fn answer_floor(result: &std::path::Path) -> Server {
-        let mut cmd = Command::new(std::env::current_exe().unwrap());
-        cmd.arg("--answer-server").arg(result);
-        Server::spawn(cmd)
+        Server::floor(&["--answer-server".as_ref(), result.as_os_str()])
     }
 
     /// A bridge past the handshake, settled.
@@ -106,9 +107,7 @@ impl Server {
 
     /// Sends `initialize` and waits for its answer.
     pub fn initialize(&mut self) {
-        self.send(1, &json!({"method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}}));
-        self.stdin.flush().unwrap();
-        self.recv();
+        self.ask(&json!({"method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}}));
     }
 
     fn send(&mut self, id: u64, template: &Value) {
