@@ -1,7 +1,7 @@
 //! The stdio transport: one JSON-RPC message per line in, one per line out.
 //!
-//! Requests run concurrently (a slow call never blocks a `ping`); one writer task owns the
-//! output, so frames never interleave. Invariant: the output carries only protocol frames;
+//! Requests run concurrently (a slow call never blocks a `ping`), up to [`MAX_IN_FLIGHT`]
+//! unanswered; one writer task owns the output, so frames never interleave. Invariant: the output carries only protocol frames;
 //! logs go to stderr. A line over [`MAX_LINE`] is refused and reading goes on; EOF stops
 //! reading, lets in-flight requests finish, and returns.
 
@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use futures::FutureExt;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, BufWriter};
-use tokio::sync::mpsc;
+use tokio::sync::{Semaphore, mpsc};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
@@ -24,6 +24,11 @@ use crate::lines::{Line, LineReader};
 
 /// The longest line accepted (4 MiB, CONTRACT §10).
 pub const MAX_LINE: usize = 4 * 1024 * 1024;
+/// Requests answered at once at most. At the limit reading waits for one to be answered:
+/// a client that stops reading its answers (the writer blocks, then the answers waiting
+/// for it) stops being read, instead of the bridge reading on and starting a task for
+/// every request while their answers pile up.
+pub const MAX_IN_FLIGHT: usize = 1024;
 /// How long SIGTERM waits for in-flight requests: the runs' grace, then the time to
 /// kill and fail the rest and for their waiters to read that.
 const DRAIN: Duration = SHUTDOWN_GRACE.saturating_add(Duration::from_secs(3));
@@ -47,6 +52,7 @@ where
     let writer = tokio::spawn(write_frames(rx, output, Arc::clone(&held)));
     let session = Arc::new(Session::new(tx.clone()).releasing_runs_with(held));
     let tracker = TaskTracker::new();
+    let in_flight = Arc::new(Semaphore::new(MAX_IN_FLIGHT));
     let mut lines = LineReader::new(BufReader::with_capacity(64 * 1024, input), MAX_LINE);
 
     let result = loop {
@@ -76,6 +82,12 @@ where
                 let _ = tx.send(rpc::failure(e.id.as_ref(), &err)).await;
             }
             Ok(Incoming::Request(req)) => {
+                // Held until the answer is queued for the writer.
+                let permit = tokio::select! {
+                    permit = Arc::clone(&in_flight).acquire_owned() => permit,
+                    () = shutdown.cancelled() => break Ok(()),
+                };
+                let Ok(permit) = permit else { break Ok(()) };
                 let app = app.clone();
                 let session = Arc::clone(&session);
                 let tx = tx.clone();
@@ -103,6 +115,7 @@ where
                         // No answer will be written: nothing to wait for.
                         None => session.release_held(),
                     }
+                    drop(permit);
                 });
             }
             Ok(other) => {

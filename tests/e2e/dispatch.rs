@@ -6,6 +6,7 @@
 use std::time::Duration;
 
 use serde_json::json;
+use tokio::io::AsyncWriteExt;
 
 use cyberos_mcp_bridge::app::{Settings, ToolErrors};
 
@@ -64,6 +65,49 @@ async fn a_slow_call_does_not_block_a_ping() {
             .len(),
         2
     );
+}
+
+#[tokio::test]
+async fn a_client_that_does_not_read_its_answers_stops_being_read_and_loses_none() {
+    let c = Client::start(Behaviour::Answer, Settings::default()).await;
+    // Far more than the pipes, the writer's queue and the requests in flight hold together
+    // (1 MiB each way, 1024 frames, 1024 requests): unread answers must stop the bridge
+    // reading, not pile up in it.
+    let pings = 200_000;
+    let mut input = Vec::new();
+    for id in 0..pings {
+        input.extend_from_slice(
+            format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"ping\"}}\n").as_bytes(),
+        );
+    }
+    let mut write = c.write;
+    let writer = tokio::spawn(async move {
+        write.write_all(&input).await.unwrap();
+        write
+    });
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert!(
+        !writer.is_finished(),
+        "the bridge kept reading although nobody read its answers"
+    );
+    // Once the client reads, every request is answered.
+    let mut read = c.read;
+    let mut answered = vec![false; pings];
+    for _ in 0..pings {
+        let line = tokio::time::timeout(Duration::from_secs(10), read.next_line())
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        let frame: serde_json::Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(frame["result"], json!({}), "{frame}");
+        let id = frame["id"].as_u64().unwrap() as usize;
+        assert!(
+            !std::mem::replace(&mut answered[id], true),
+            "{id} answered twice"
+        );
+    }
+    writer.await.unwrap();
 }
 
 #[tokio::test]
