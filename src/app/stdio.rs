@@ -1,9 +1,10 @@
 //! The stdio transport: one JSON-RPC message per line in, one per line out.
 //!
 //! Requests run concurrently (a slow call never blocks a `ping`), up to [`MAX_IN_FLIGHT`]
-//! unanswered; one writer task owns the output, so frames never interleave. Invariant: the output carries only protocol frames;
-//! logs go to stderr. A line over [`MAX_LINE`] is refused and reading goes on; EOF stops
-//! reading, lets in-flight requests finish, and returns.
+//! unanswered; one writer task owns the output, so frames never interleave. Invariant:
+//! the output carries only protocol frames; logs go to stderr. A line over [`MAX_LINE`]
+//! is refused and reading goes on; EOF stops reading, lets in-flight requests finish,
+//! and returns.
 
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
@@ -24,7 +25,7 @@ use crate::lines::{Line, LineReader};
 
 /// The longest line accepted (4 MiB, CONTRACT §10).
 pub const MAX_LINE: usize = 4 * 1024 * 1024;
-/// Requests answered at once at most. At the limit reading waits for one to be answered:
+/// The most requests unanswered at once. At the limit reading waits for one to be answered:
 /// a client that stops reading its answers (the writer blocks, then the answers waiting
 /// for it) stops being read, instead of the bridge reading on and starting a task for
 /// every request while their answers pile up.
