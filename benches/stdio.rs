@@ -17,7 +17,7 @@
 
 use std::time::{Duration, Instant};
 
-use cyberos_mcp_bridge::app::identity::LOCAL_TENANT;
+use cyberos_mcp_bridge::app::service::identity::LOCAL_TENANT;
 use serde_json::{Value, json};
 
 /// The binary under test: `BENCH_BRIDGE` when set (another build, e.g. an older commit's

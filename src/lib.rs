@@ -3,8 +3,7 @@
 
 pub mod adapters;
 pub mod app;
-pub mod children;
 pub mod domain;
-pub mod lines;
 pub mod ports;
 pub mod runner;
+pub mod support;

@@ -11,7 +11,8 @@ use tracing_subscriber::util::SubscriberInitExt;
 
 use cyberos_mcp_bridge::app::cli::{self, EXIT_FAILED, EXIT_USAGE};
 use cyberos_mcp_bridge::app::config::{Cli, Command, Config, LogFormat, Sources, Transport};
-use cyberos_mcp_bridge::app::{http, telemetry, wiring};
+use cyberos_mcp_bridge::app::edge::http;
+use cyberos_mcp_bridge::app::{telemetry, wiring};
 
 // mimalloc: far cheaper than glibc's malloc for the many small, short-lived blocks of a
 // call (Cargo.toml says what it bought).

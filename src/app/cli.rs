@@ -7,10 +7,11 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::app::config::{Command, Config, Transport};
-use crate::app::rpc::{Request, RequestId};
-use crate::app::session::Session;
-use crate::app::tasks::SHUTDOWN_GRACE;
-use crate::app::{App, server, stdio, wiring};
+use crate::app::edge::rpc::{Request, RequestId};
+use crate::app::edge::session::Session;
+use crate::app::edge::{dispatch, stdio};
+use crate::app::service::tasks::SHUTDOWN_GRACE;
+use crate::app::{App, wiring};
 use crate::domain::Tool;
 
 /// Exit code for success.
@@ -25,7 +26,7 @@ pub async fn run(config: Config, command: Option<Command>) -> i32 {
     match command {
         None => serve(config).await,
         Some(Command::Tools) => {
-            print_json(crate::app::tools::Registry::build(config.tool_names).listing());
+            print_json(crate::app::service::tools::Registry::build(config.tool_names).listing());
             EXIT_OK
         }
         Some(Command::DevToken {
@@ -91,7 +92,7 @@ async fn serve(config: Config) -> i32 {
             match wiring::dev_bearer_token(&config) {
                 Ok(token) => eprintln!(
                     "cyberos-mcp-bridge: --dev bearer token (local tenant {}, every scope, 30 days):\n{token}",
-                    crate::app::identity::LOCAL_TENANT
+                    crate::app::service::identity::LOCAL_TENANT
                 ),
                 Err(e) => {
                     eprintln!("cyberos-mcp-bridge: {e}");
@@ -103,7 +104,7 @@ async fn serve(config: Config) -> i32 {
         tokio::spawn(cancel_on_signal(shutdown.clone()));
         app.start_background(shutdown.clone());
         let sessions = match wiring::session_key(&config) {
-            Ok(key) => crate::app::http::SessionKey::new(&key),
+            Ok(key) => crate::app::edge::http::SessionKey::new(&key),
             Err(e) => {
                 eprintln!("cyberos-mcp-bridge: {e}");
                 return EXIT_USAGE;
@@ -111,9 +112,11 @@ async fn serve(config: Config) -> i32 {
         };
         let runs = runs_end_on(&app, &shutdown);
         let code =
-            match crate::app::http::serve(app.clone(), &config, sessions, shutdown.clone()).await {
+            match crate::app::edge::http::serve(app.clone(), &config, sessions, shutdown.clone())
+                .await
+            {
                 Ok(()) => EXIT_OK,
-                Err(e @ crate::app::http::ServeError::Config(_)) => {
+                Err(e @ crate::app::edge::http::ServeError::Config(_)) => {
                     eprintln!("cyberos-mcp-bridge: {e}");
                     EXIT_USAGE
                 }
@@ -290,7 +293,7 @@ async fn call(config: &Config, tool: &str, args: Option<&str>, confirm: bool) ->
     };
     let params = json!({ "name": tool, "arguments": args, "_meta": meta });
     let req = Request::new(RequestId::Int(1), "tools/call", &params);
-    let answer = server::answer(&app, &session, req).await;
+    let answer = dispatch::answer(&app, &session, req).await;
     let frame: Value = serde_json::from_str(&answer.frame).expect("frames are JSON");
     if let Some(result) = frame.get("result") {
         print_json(result);

@@ -7,7 +7,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::app::config::{Config, Source, Transport};
-use crate::app::http::{HttpSettings, Limits};
+use crate::app::edge::http::{HttpSettings, Limits};
 use crate::app::wiring;
 use crate::domain::ToolNaming;
 
@@ -116,7 +116,7 @@ async fn http(config: &Config) -> Check {
         }
     }
     let sessions = match wiring::session_key(config) {
-        Ok(key) => crate::app::http::SessionKey::new(&key),
+        Ok(key) => crate::app::edge::http::SessionKey::new(&key),
         Err(e) => return fail(e.to_string()),
     };
     match HttpSettings::from_config(config, bound, sessions) {

@@ -3,11 +3,9 @@
 
 use std::sync::Arc;
 
-mod telemetry;
-pub use telemetry::{flush_telemetry, metrics, scrape, span_export};
+pub use crate::app::telemetry::install::{flush_telemetry, metrics, scrape, span_export};
 
 use crate::adapters::cuo_process::{CuoSettings, ProcessCuoRunner, starting_children};
-use crate::adapters::dev_key::{DEV_ISSUER, DevKey};
 use crate::adapters::jwt::{Issuer, JwtVerifier, VerifyingKey};
 use crate::adapters::memory_http::HttpMemoryClient;
 use crate::adapters::postgres::PgStore;
@@ -16,7 +14,8 @@ use crate::adapters::sqlite::SqliteStore;
 use crate::adapters::system_clock::SystemClock;
 use crate::adapters::unavailable::Unavailable;
 use crate::app::config::{Config, ConfigError};
-use crate::app::identity::{Identity, LOCAL_TENANT, StdioToken};
+use crate::app::keys::dev::{DEV_ISSUER, DevKey};
+use crate::app::service::identity::{Identity, LOCAL_TENANT, StdioToken};
 use crate::app::{App, Settings};
 use crate::domain::{Scope, Upstream};
 use crate::ports::{ClientAnswers, ConfirmationLedger, MemoryClient, Ports, TaskStore};
@@ -235,7 +234,7 @@ pub fn issuers(config: &Config) -> Result<(Vec<Issuer>, Option<String>), ConfigE
 /// # Errors
 /// When the key cannot be read or created, or is too short.
 pub fn session_key(config: &Config) -> Result<Vec<u8>, ConfigError> {
-    crate::adapters::session_key::load(config.session_key_file.as_deref(), &config.data_dir)
+    crate::app::keys::session::load(config.session_key_file.as_deref(), &config.data_dir)
         .map_err(ConfigError)
 }
 
@@ -317,7 +316,7 @@ pub fn dev_token(config: &Config, req: &DevTokenRequest) -> Result<String, Confi
         .ok()
         .filter(serde_json::Value::is_object)
         .ok_or_else(|| ConfigError("--args must be a JSON object".into()))?;
-    let sha = crate::app::tools::confirmation::args_sha256(&args);
+    let sha = crate::app::service::confirmation::args_sha256(&args);
     let audience = &config.identity.audience;
     key.confirmation_token(audience, &req.tenant, &req.sub, tool, &sha, ttl_s)
         .map_err(ConfigError)

@@ -16,6 +16,7 @@ pub mod principal;
 pub mod session;
 pub mod skill;
 pub mod task;
+pub mod text;
 pub mod tool;
 
 pub use error::{DomainError, ErrorClass, Upstream};

@@ -103,7 +103,7 @@ async fn spawn(program: &Path, folder: &Path) -> Result<Child, RpcError> {
         .stderr(Stdio::piped())
         .kill_on_drop(true);
     // Killed by the kernel if the runner dies (it starts entrypoints from its main thread).
-    crate::children::die_with_parent(&mut command);
+    crate::support::children::die_with_parent(&mut command);
     let mut attempts = 0;
     loop {
         match command.spawn() {

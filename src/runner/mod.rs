@@ -23,7 +23,7 @@ use tokio::io::{AsyncRead, AsyncWrite, BufReader};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::lines::{Line, LineReader};
+use crate::support::ndjson::{Line, LineReader};
 use catalog::Catalog;
 use methods::Runner;
 use protocol::Failure;

@@ -1,5 +1,5 @@
 //! The CUO wire protocol: JSON-RPC 2.0, one compact JSON message per line (framing is
-//! `crate::lines`). This file classifies incoming messages, writes frames, and holds the
+//! `crate::support::ndjson`). This file classifies incoming messages, writes frames, and holds the
 //! error codes and the small param-reading helpers every method shares.
 
 use serde_json::{Map, Value, json};

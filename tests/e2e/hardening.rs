@@ -133,8 +133,8 @@ async fn a_repeated_single_value_header_is_refused() {
 async fn readiness_probes_share_one_store_check_a_second() {
     use crate::support::mocks::MockPorts;
     use axum::body::Body;
-    use cyberos_mcp_bridge::app::http::{HttpSettings, Limits, OriginPolicy, router};
-    use cyberos_mcp_bridge::app::identity::{Identity, StdioToken};
+    use cyberos_mcp_bridge::app::edge::http::{HttpSettings, Limits, OriginPolicy, router};
+    use cyberos_mcp_bridge::app::service::identity::{Identity, StdioToken};
     use cyberos_mcp_bridge::app::{App, Settings};
     use std::sync::Arc;
     use tower::ServiceExt;
@@ -157,10 +157,10 @@ async fn readiness_probes_share_one_store_check_a_second() {
         },
         authorization_servers: vec![],
         limits: Limits::default(),
-        sessions: cyberos_mcp_bridge::app::http::SessionKey::new(&[7; 32]),
+        sessions: cyberos_mcp_bridge::app::edge::http::SessionKey::new(&[7; 32]),
     };
     let routes = router(app, settings, tokio_util::sync::CancellationToken::new());
-    let probe = |routes: cyberos_mcp_bridge::app::http::Routes| async move {
+    let probe = |routes: cyberos_mcp_bridge::app::edge::http::Routes| async move {
         let req = axum::http::Request::get("/readyz")
             .header("host", "127.0.0.1:3000")
             .body(Body::empty())

@@ -1,7 +1,7 @@
 //! `execute_workflow` checks the CUO catalogue as CONTRACT §4 says: cached per tenant and
 //! persona, refreshed on a miss, so the CUO is not asked on every call.
 
-use cyberos_mcp_bridge::app::tools::WorkflowCatalog;
+use cyberos_mcp_bridge::app::service::tools::WorkflowCatalog;
 use cyberos_mcp_bridge::domain::cuo::Workflow;
 use cyberos_mcp_bridge::domain::{CallCtx, JsonText};
 

@@ -15,7 +15,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use super::spawner::Spawner;
-use crate::lines::{Line, LineReader};
+use crate::support::ndjson::{Line, LineReader};
 
 /// The longest CUO stderr line logged whole.
 const STDERR_LINE: usize = 2000;
@@ -119,7 +119,7 @@ impl ChildCommand {
     ) -> Result<Arc<Conn>, CallError> {
         let mut command = Command::new(&self.program);
         // Killed by the kernel if the bridge dies without cleaning up (`kill -9`).
-        crate::children::die_with_parent(&mut command);
+        crate::support::children::die_with_parent(&mut command);
         command
             .args(&self.args)
             .env_clear()
@@ -202,7 +202,7 @@ impl ChildCommand {
                 match lines.next_line().await {
                     Ok(Line::Frame(bytes)) => {
                         let text = String::from_utf8_lossy(&bytes);
-                        tracing::info!(target: "cuo", pid = pgid, "{}", crate::lines::clip(&text, STDERR_LINE));
+                        tracing::info!(target: "cuo", pid = pgid, "{}", crate::domain::text::clip(&text, STDERR_LINE));
                     }
                     Ok(Line::TooLong) => {
                         tracing::info!(target: "cuo", pid = pgid, "(a stderr line over {STDERR_LINE} bytes, skipped)");

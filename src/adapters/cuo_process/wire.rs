@@ -95,7 +95,7 @@ pub(super) fn progress_of(event: &Value) -> Option<Progress> {
         message: p
             .get("message")
             .and_then(Value::as_str)
-            .map(|m| crate::lines::clip(m, 500).into_owned()),
+            .map(|m| crate::domain::text::clip(m, 500).into_owned()),
     })
 }
 

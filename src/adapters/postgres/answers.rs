@@ -12,7 +12,7 @@ use tokio::time::Instant;
 
 use super::waiters::Registered;
 use super::{Heard, PgStore, down, listen, timed, ts};
-use crate::adapters::answer_rows;
+use crate::adapters::rows::answers;
 use crate::domain::session::{ClientAnswer, MAX_OPEN_QUESTIONS, QuestionKey};
 use crate::domain::{DomainError, TenantId, Timestamp};
 use crate::ports::ClientAnswers;
@@ -81,7 +81,7 @@ impl PgStore {
             .await
             .map_err(down)?;
             tx.commit().await.map_err(down)?;
-            Ok(row.and_then(|(answer, is_error)| answer_rows::from_columns(answer, is_error)))
+            Ok(row.and_then(|(answer, is_error)| answers::from_columns(answer, is_error)))
         })
         .await
     }
@@ -152,7 +152,7 @@ impl ClientAnswers for PgStore {
         key: &QuestionKey,
         answer: &ClientAnswer,
     ) -> Result<bool, DomainError> {
-        let (text, is_error) = answer_rows::columns(answer);
+        let (text, is_error) = answers::columns(answer);
         timed(async {
             let now = chrono::Utc::now().timestamp_millis();
             let mut tx = self.begin(Some(tenant)).await.map_err(down)?;

@@ -4,7 +4,7 @@
 
 use super::nul_bytes::storable_text;
 use super::{PgStore, down, timed, ts};
-use crate::adapters::task_rows::{ProgressRow, progress_entries, stored_int};
+use crate::adapters::rows::tasks::{ProgressRow, progress_entries, stored_int};
 use crate::domain::task::{PROGRESS_LOG_MAX, progress_log_needs_trim};
 use crate::domain::{DomainError, TaskId, TenantId, Timestamp};
 use crate::ports::ProgressEntry;

@@ -10,7 +10,7 @@ use super::nul_bytes::{
     is_unstorable_json, storable_text, unstorable_arguments, unstorable_result,
 };
 use super::{PgStore, down, progress, timed, ts};
-use crate::adapters::task_rows::{
+use crate::adapters::rows::tasks::{
     bad_cursor, decode_cursor, encode_cursor, failure_json, finished_status, task_of,
 };
 use crate::domain::task::{

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use super::SqliteStore;
-use crate::adapters::answer_rows;
+use crate::adapters::rows::answers;
 use crate::domain::session::{ClientAnswer, MAX_OPEN_QUESTIONS, QuestionKey};
 use crate::domain::{DomainError, TenantId, Timestamp, Upstream};
 use crate::ports::ClientAnswers;
@@ -65,7 +65,7 @@ impl ClientAnswers for SqliteStore {
         key: &QuestionKey,
         answer: &ClientAnswer,
     ) -> Result<bool, DomainError> {
-        let (text, is_error) = answer_rows::columns(answer);
+        let (text, is_error) = answers::columns(answer);
         let updated = sqlx::query(
             "UPDATE client_answers SET answer = ?, is_error = ?
               WHERE tenant_id = ? AND session = ? AND request_id = ?
@@ -138,6 +138,6 @@ impl SqliteStore {
         .fetch_optional(self.writer.now())
         .await
         .map_err(down)?;
-        Ok(row.and_then(|(answer, is_error)| answer_rows::from_columns(answer, is_error)))
+        Ok(row.and_then(|(answer, is_error)| answers::from_columns(answer, is_error)))
     }
 }

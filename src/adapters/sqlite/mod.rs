@@ -6,7 +6,7 @@
 
 mod answers;
 mod audit;
-mod private;
+
 mod progress;
 mod tasks;
 mod writer;
@@ -67,7 +67,8 @@ impl SqliteStore {
     }
 
     async fn try_open(path: &Path) -> Result<SqliteStore, OpenStoreError> {
-        private::ensure_private(path).map_err(|e| OpenStoreError(sqlx::Error::Io(e)))?;
+        crate::support::private_file::ensure_private(path)
+            .map_err(|e| OpenStoreError(sqlx::Error::Io(e)))?;
         let options = SqliteConnectOptions::from_str("sqlite:")
             .map_err(OpenStoreError)?
             .filename(path)

@@ -3,7 +3,7 @@
 //! `WHERE`.
 
 use super::SqliteStore;
-use crate::adapters::task_rows::{ProgressRow, progress_entries, stored_int};
+use crate::adapters::rows::tasks::{ProgressRow, progress_entries, stored_int};
 use crate::domain::task::{PROGRESS_LOG_MAX, progress_log_needs_trim};
 use crate::domain::{DomainError, TaskId, TenantId, Timestamp, Upstream};
 use crate::ports::ProgressEntry;

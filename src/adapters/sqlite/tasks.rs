@@ -6,7 +6,7 @@
 use sqlx::Row;
 
 use super::{SqliteStore, progress};
-use crate::adapters::task_rows::{
+use crate::adapters::rows::tasks::{
     bad_cursor, decode_cursor, encode_cursor, failure_json, finished_status, task_of,
 };
 use crate::domain::task::{

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use super::error::ConfigError;
 use super::options::{LogFormat, Options, Transport};
 use super::otel::{OtlpTarget, otlp};
-use crate::app::tasks::{DEFAULT_MAX_CUO_CHILDREN, DEFAULT_MAX_TASKS_PER_TENANT};
+use crate::app::service::tasks::{DEFAULT_MAX_CUO_CHILDREN, DEFAULT_MAX_TASKS_PER_TENANT};
 use crate::app::{LongRunning, ToolErrors};
 use crate::domain::task::DEFAULT_MAX_STORED_PER_TENANT;
 

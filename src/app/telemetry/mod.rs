@@ -14,20 +14,21 @@
 //! stopped).
 
 mod context;
+pub mod export;
+pub mod ids;
+pub mod install;
 mod layer;
 pub mod logs;
 mod metrics;
 mod outcome;
 mod span;
-mod text;
 mod timed;
-mod timestamp;
 
 pub use context::{Parent, parse_traceparent, parse_tracestate};
 pub use layer::otel_layer;
+pub use logs::UtcMicros;
+pub use logs::{TextFields, TextLine};
 pub use metrics::{OTHER, Refusal, label_tenants, record_metrics, refused, request_ended};
 pub use outcome::Outcome;
 pub use span::{CallSpan, PLUGIN_ID, TaskSpan, request_trace_id};
-pub use text::{TextFields, TextLine};
 pub use timed::{TARGET, set_export_gate};
-pub use timestamp::UtcMicros;

@@ -12,8 +12,8 @@ use super::context::Parent;
 use super::metrics;
 use super::outcome::Outcome;
 use super::timed::{Kind, TARGET, Timed, UNEXPORTED, exporting, otel_records};
-use crate::app::rpc::{PROTOCOL_VERSION, RequestId};
-use crate::app::trace::{new_span_id, new_trace_id, request_trace};
+use crate::app::edge::rpc::{PROTOCOL_VERSION, RequestId};
+use crate::app::telemetry::ids::{new_span_id, new_trace_id, request_trace};
 use crate::domain::ids::{hex_lower, write_hex};
 use crate::domain::task::Task;
 use crate::domain::{CallCtx, TenantId, Tool, TraceId};
@@ -152,7 +152,7 @@ impl CallSpan {
         if !self.timed.otel {
             return;
         }
-        let name = crate::lines::clip(name, 128).into_owned();
+        let name = crate::domain::text::clip(name, 128).into_owned();
         let span = &self.timed.span;
         // MCP semantic conventions: "{method} {tool}". The OTel span has started (its ids
         // were needed), so the name is changed on it directly.

@@ -17,14 +17,14 @@ use std::time::Duration;
 
 use axum::body::Body;
 use axum::http::Request;
-use cyberos_mcp_bridge::app::http::Routes;
+use cyberos_mcp_bridge::app::edge::http::Routes;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 use tower::ServiceExt;
 
 use cyberos_mcp_bridge::adapters::unavailable::Unavailable;
-use cyberos_mcp_bridge::app::http::{HttpSettings, Limits, OriginPolicy, Rate, router};
-use cyberos_mcp_bridge::app::identity::{Identity, StdioToken};
+use cyberos_mcp_bridge::app::edge::http::{HttpSettings, Limits, OriginPolicy, Rate, router};
+use cyberos_mcp_bridge::app::service::identity::{Identity, StdioToken};
 use cyberos_mcp_bridge::app::{App, Settings};
 use cyberos_mcp_bridge::domain::{Timestamp, Upstream};
 use cyberos_mcp_bridge::ports::Ports;
@@ -205,7 +205,7 @@ fn app(post: &Post) -> Routes {
             }),
             request_timeout: Duration::from_secs(30),
         },
-        sessions: cyberos_mcp_bridge::app::http::SessionKey::new(&[7; 32]),
+        sessions: cyberos_mcp_bridge::app::edge::http::SessionKey::new(&[7; 32]),
     };
     router(app, settings, CancellationToken::new())
 }

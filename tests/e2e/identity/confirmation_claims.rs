@@ -5,7 +5,7 @@
 
 use serde_json::{Value, json};
 
-use cyberos_mcp_bridge::app::tools::confirmation::args_sha256;
+use cyberos_mcp_bridge::app::service::confirmation::args_sha256;
 
 use super::{ALL, ISSUER, TENANT_A, Verified, assert_denied_without_leak, claims, now, rs256};
 

@@ -3,7 +3,7 @@
 
 use serde_json::json;
 
-use cyberos_mcp_bridge::app::tools::confirmation::args_sha256;
+use cyberos_mcp_bridge::app::service::confirmation::args_sha256;
 use cyberos_mcp_bridge::domain::confirm::{ConfirmationClaims, PURPOSE};
 use cyberos_mcp_bridge::domain::cuo::{Persona, Route, Workflow};
 use cyberos_mcp_bridge::domain::memory::{AuditPage, AuditReceipt};

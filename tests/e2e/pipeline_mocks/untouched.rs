@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 
-use cyberos_mcp_bridge::app::tools::confirmation::args_sha256;
+use cyberos_mcp_bridge::app::service::confirmation::args_sha256;
 use cyberos_mcp_bridge::domain::confirm::{ConfirmationClaims, PURPOSE};
 
 use super::{NOW, start, tenant, verifier};

@@ -10,8 +10,9 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines};
 use tokio_util::sync::CancellationToken;
 
 use cyberos_mcp_bridge::adapters::unavailable::Unavailable;
-use cyberos_mcp_bridge::app::identity::{Identity, StdioToken};
-use cyberos_mcp_bridge::app::{App, Settings, stdio};
+use cyberos_mcp_bridge::app::edge::stdio;
+use cyberos_mcp_bridge::app::service::identity::{Identity, StdioToken};
+use cyberos_mcp_bridge::app::{App, Settings};
 use cyberos_mcp_bridge::domain::{Timestamp, Upstream};
 use cyberos_mcp_bridge::ports::Ports;
 

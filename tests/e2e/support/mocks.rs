@@ -16,8 +16,9 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio_util::sync::CancellationToken;
 
-use cyberos_mcp_bridge::app::identity::{Identity, StdioToken};
-use cyberos_mcp_bridge::app::{App, Settings, stdio};
+use cyberos_mcp_bridge::app::edge::stdio;
+use cyberos_mcp_bridge::app::service::identity::{Identity, StdioToken};
+use cyberos_mcp_bridge::app::{App, Settings};
 use cyberos_mcp_bridge::domain::confirm::ConfirmationClaims;
 use cyberos_mcp_bridge::domain::cuo::{Persona, Route, Workflow, WorkflowOutcome};
 use cyberos_mcp_bridge::domain::memory::{

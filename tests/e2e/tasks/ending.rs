@@ -18,8 +18,8 @@ use sqlx::{Connection, Executor};
 
 use cyberos_mcp_bridge::adapters::sqlite::SqliteStore;
 use cyberos_mcp_bridge::adapters::system_clock::SystemClock;
-use cyberos_mcp_bridge::app::tasks::runner::NewRun;
-use cyberos_mcp_bridge::app::tasks::{TaskRunner, Work};
+use cyberos_mcp_bridge::app::service::tasks::runner::NewRun;
+use cyberos_mcp_bridge::app::service::tasks::{TaskRunner, Work};
 use cyberos_mcp_bridge::domain::task::{TaskStatus, panicked};
 use cyberos_mcp_bridge::domain::{CallCtx, JsonText, TenantId, Tool, TraceId};
 use cyberos_mcp_bridge::ports::{Clock, Ports, WorkflowRun};

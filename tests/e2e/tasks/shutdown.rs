@@ -107,7 +107,7 @@ async fn a_run_is_refused_once_the_shutdown_began() {
 
     use cyberos_mcp_bridge::adapters::sqlite::SqliteStore;
     use cyberos_mcp_bridge::adapters::system_clock::SystemClock;
-    use cyberos_mcp_bridge::app::tasks::TaskRunner;
+    use cyberos_mcp_bridge::app::service::tasks::TaskRunner;
     use cyberos_mcp_bridge::domain::{DomainError, ErrorClass, TenantId};
     use cyberos_mcp_bridge::ports::{Ports, TaskStore};
 

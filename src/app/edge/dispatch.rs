@@ -1,0 +1,324 @@
+//! Dispatch of one JSON-RPC message: lifecycle, ping, logging, tools and tasks. The
+//! transports call [`handle`] or [`answer`]; a panicking handler is caught here and
+//! answered with `internal_error` in the request's trace.
+
+use std::panic::AssertUnwindSafe;
+use std::time::{Duration, Instant};
+
+use futures::FutureExt;
+use serde_json::{Value, json};
+
+use crate::app::App;
+use crate::app::edge::rpc::{
+    self, BadParams, INVALID_PARAMS, INVALID_REQUEST, Incoming, InitializeParams, METHOD_NOT_FOUND,
+    Method, Notice, PROTOCOL_VERSION, Reply, Request, RequestId, RpcError,
+};
+use crate::app::edge::session::Session;
+use crate::app::service::{call, tasks};
+use crate::app::telemetry::{self, CallSpan, Outcome, Parent};
+use crate::domain::{TraceId, respell};
+
+/// A serialized response and what HTTP needs to pick its status.
+pub struct Answer {
+    /// The response frame.
+    pub frame: String,
+    /// Whether it is a result (not an error).
+    pub ok: bool,
+    /// Scopes the token lacked, when the request failed for that reason (HTTP: 403).
+    pub missing_scopes: Vec<String>,
+    /// The bridge is at a limit; retry after this long (HTTP: 429).
+    pub retry_after: Option<Duration>,
+}
+
+/// Earlier revisions a client may ask for; we answer with ours and the client decides.
+const KNOWN_VERSIONS: [&str; 4] = ["2024-11-05", "2025-03-26", "2025-06-18", PROTOCOL_VERSION];
+
+/// Handles one incoming message; returns the response frame for requests.
+pub async fn handle(app: &App, session: &Session, message: Incoming) -> Option<String> {
+    match message {
+        Incoming::Request(req) => Some(answer(app, session, req).await.frame),
+        Incoming::Notification(notice) => {
+            notify(session, &notice);
+            None
+        }
+        Incoming::Response(resp) => {
+            session.resolve(&resp.id, resp.outcome);
+            None
+        }
+    }
+}
+
+/// Handles one request; also says what HTTP needs for its status.
+pub async fn answer(app: &App, session: &Session, req: Request) -> Answer {
+    // A `tools/call` is timed by its span.
+    let started = (!matches!(req.method, Method::ToolsCall(_))).then(Instant::now);
+    // The caller's trace: `params._meta.traceparent` (with its `tracestate`), else the
+    // transport's (HTTP headers); otherwise a new one starts.
+    let parent = Parent::from_headers(
+        req.trace.traceparent.as_deref(),
+        req.trace.tracestate.as_deref(),
+    )
+    .or_else(|| session.traceparent().cloned());
+    let call = matches!(req.method, Method::ToolsCall(_)).then(|| {
+        let tenant = session.principal().map(|p| p.tenant);
+        CallSpan::start(parent.as_ref(), &req.id, session.network(), tenant)
+    });
+    let trace = telemetry::request_trace_id(call.as_ref(), parent.as_ref());
+    let work =
+        AssertUnwindSafe(dispatch(app, session, &req.method, trace, call.as_ref())).catch_unwind();
+    let caught = match &call {
+        Some(span) => in_span(span.span(), work).await,
+        None => work.await,
+    };
+    let result = caught.unwrap_or_else(|_| {
+        if let Some(call) = &call {
+            call.finish(Outcome::Panic);
+        }
+        tracing::error!(method = req.method.name(), trace_id = %trace, "handler panicked");
+        Err(RpcError::panicked(trace))
+    });
+    match &call {
+        // Failures before the tool ran (params, unknown tool, session state); a call
+        // that reached its tool has already recorded its outcome.
+        Some(call) => {
+            let _ = call.finish(match &result {
+                Ok(_) => Outcome::Success,
+                Err(e) => Outcome::Failed(e.class),
+            });
+        }
+        None => telemetry::request_ended(
+            req.method.known_name().unwrap_or(telemetry::OTHER),
+            result.as_ref().err().map(|e| e.class),
+            started.map_or_else(Duration::default, |s| s.elapsed()),
+            session.network(),
+        ),
+    }
+    if let Err(err) = &result {
+        tracing::debug!(method = req.method.name(), code = err.code, trace_id = %trace, "request failed");
+    }
+    reply(app, &req.id, result)
+}
+
+/// The answer to request `id` whose handler returned `result`.
+pub fn reply(app: &App, id: &RequestId, result: Result<Reply, RpcError>) -> Answer {
+    match result {
+        Ok(result) => Answer {
+            frame: rpc::success(id, &result),
+            ok: true,
+            missing_scopes: Vec::new(),
+            retry_after: None,
+        },
+        Err(mut err) => {
+            // Protocol errors name tools too (tasks/*, an unknown tool).
+            err.respell(app.settings().tool_names);
+            Answer {
+                frame: rpc::failure(Some(id), &err),
+                ok: false,
+                missing_scopes: err.missing_scopes().to_vec(),
+                retry_after: err.retry_after,
+            }
+        }
+    }
+}
+
+async fn dispatch(
+    app: &App,
+    session: &Session,
+    method: &Method,
+    trace: TraceId,
+    call: Option<&CallSpan>,
+) -> Result<Reply, RpcError> {
+    let early = matches!(method, Method::Initialize(_) | Method::Ping);
+    let known = !matches!(method, Method::Unknown(_) | Method::Discover);
+    if known && !early && !session.is_initialized() {
+        return Err(RpcError::protocol(
+            INVALID_REQUEST,
+            "the session is not initialized",
+            "Send initialize (and notifications/initialized) before other requests.",
+            trace,
+        ));
+    }
+    let bad = |e: &BadParams| RpcError::protocol(INVALID_PARAMS, e.message.clone(), e.hint, trace);
+    match method {
+        Method::Initialize(params) => {
+            // The same rule `tasks::launch` applies to this session's plain calls: on HTTP
+            // the later requests carry only their User-Agent, never this clientInfo.
+            let client = session.client_name().or_else(|| {
+                session
+                    .remembers_client()
+                    .then_some(params.client_name.as_deref())
+                    .flatten()
+            });
+            let waits = app.settings().plain_calls_wait(client);
+            let instructions = respell(instructions(waits), app.settings().tool_names).into_owned();
+            initialize(session, params, trace, instructions).map(Reply::Json)
+        }
+        Method::Ping => Ok(Reply::Json(json!({}))),
+        Method::SetLevel(level) => {
+            session.set_log_level(*level.as_ref().map_err(bad)?);
+            Ok(Reply::Json(json!({})))
+        }
+        Method::ToolsList(params) => {
+            params.as_ref().map_err(bad)?;
+            Ok(Reply::Raw(app.registry().listing_text()))
+        }
+        // The handlers' futures are boxed: inline, the largest of them set the size of every
+        // request's future, which a transport moves into a task (kilobytes copied per
+        // `ping`).
+        Method::ToolsCall(params) => {
+            let call = call.expect("answer() opens a span for every tools/call");
+            Box::pin(call::call(app, session, params, call)).await
+        }
+        Method::TasksGet(task) => Box::pin(tasks::methods::get(app, session, task, trace))
+            .await
+            .map(Reply::Json),
+        Method::TasksResult(task) => Box::pin(tasks::methods::result(app, session, task, trace))
+            .await
+            .map(Reply::Json),
+        Method::TasksList(cursor) => Box::pin(tasks::methods::list(app, session, cursor, trace))
+            .await
+            .map(Reply::Json),
+        Method::TasksCancel(task) => Box::pin(tasks::methods::cancel(app, session, task, trace))
+            .await
+            .map(Reply::Json),
+        // Newer clients probe with `server/discover`; -32601 tells them to fall back to
+        // `initialize`, and the session stays ready for it.
+        Method::Discover | Method::Unknown(_) => Err(RpcError::protocol(
+            METHOD_NOT_FOUND,
+            format!("method not found: {}", method.name()),
+            "This server speaks MCP 2025-11-25; start with initialize.",
+            trace,
+        )),
+    }
+}
+
+fn notify(session: &Session, notice: &Notice) {
+    match notice {
+        Notice::Cancelled(Some(id)) => {
+            if session.cancel(id) {
+                tracing::debug!(request_id = ?id, "request cancelled by the client");
+            }
+        }
+        // `initialized` needs no action; unknown notifications are ignored as MCP asks.
+        Notice::Cancelled(None) | Notice::Initialized | Notice::Other => {}
+    }
+}
+
+fn initialize(
+    session: &Session,
+    params: &InitializeParams,
+    trace: TraceId,
+    instructions: String,
+) -> Result<Value, RpcError> {
+    let version = params.protocol_version.as_deref();
+    if !version.is_some_and(is_supported_request) {
+        let echoed = match version {
+            Some(v) if v.len() <= 64 => {
+                Value::String(crate::domain::text::clip(v, 64).into_owned())
+            }
+            _ => Value::Null,
+        };
+        return Err(RpcError::protocol(
+            INVALID_PARAMS,
+            "unsupported protocol version",
+            "This bridge speaks MCP 2025-11-25 only; upgrade the client or ask for 2025-11-25.",
+            trace,
+        )
+        .with_data("supported", json!([PROTOCOL_VERSION]))
+        .with_data("requested", echoed));
+    }
+    if let Some(name) = &params.client_name {
+        session.set_client_name(name.clone());
+    }
+    if !session.mark_initialized(params.elicitation) {
+        return Err(RpcError::protocol(
+            INVALID_REQUEST,
+            "the session is already initialized",
+            "Send initialize once per connection.",
+            trace,
+        ));
+    }
+    Ok(json!({
+        "protocolVersion": PROTOCOL_VERSION,
+        "capabilities": {
+            "tools": {"listChanged": false},
+            "logging": {},
+            "tasks": {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
+        },
+        "serverInfo": {
+            "name": "cyberos-mcp-bridge",
+            "title": "CyberOS MCP Bridge",
+            "version": env!("CARGO_PKG_VERSION"),
+            "description": "CyberOS personas, workflows, audit log and skills as MCP tools"
+        },
+        "instructions": instructions
+    }))
+}
+
+/// The server instructions, true for how this connection's plain calls of long tools end.
+fn instructions(plain_calls_wait: bool) -> &'static str {
+    if plain_calls_wait {
+        "CyberOS tools. cyberos.cuo.route finds the persona and workflow for a request; \
+cyberos.cuo.execute_workflow and cyberos.skill.invoke_skill are long-running: called plainly they return \
+their result when the run ends (send a progress token to follow it), or run as MCP tasks when the call \
+carries params.task. cyberos.memory.append_audit writes a permanent record and needs the user's confirmation."
+    } else {
+        "CyberOS tools. cyberos.cuo.route finds the persona and workflow for a request; \
+cyberos.cuo.execute_workflow and cyberos.skill.invoke_skill are long-running: called plainly they return \
+{task_id, status} at once (poll tasks/get, then tasks/result), or run as MCP tasks when the call carries \
+params.task. cyberos.memory.append_audit writes a permanent record and needs the user's confirmation."
+    }
+}
+
+/// Whether a client's requested version gets a successful answer (CONTRACT §3): a known
+/// revision, or a well-formed date after ours (the client then decides).
+fn is_supported_request(v: &str) -> bool {
+    KNOWN_VERSIONS.contains(&v)
+        || (v.len() == 10
+            && chrono::NaiveDate::parse_from_str(v, "%Y-%m-%d").is_ok()
+            && v > PROTOCOL_VERSION)
+}
+
+/// `work` polled inside `span`, as `Instrumented` polls it, without its second entry:
+/// `Instrumented` enters the span again to drop the finished future, and each entry and
+/// exit goes through every layer (about 1.2k instructions per call). A call's future
+/// holds nothing whose drop logs.
+async fn in_span<F: Future>(span: &tracing::Span, work: F) -> F::Output {
+    let mut work = std::pin::pin!(work);
+    std::future::poll_fn(|cx| {
+        let _entered = span.enter();
+        work.as_mut().poll(cx)
+    })
+    .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn version_policy_matches_the_contract() {
+        for ok in [
+            "2025-11-25",
+            "2025-06-18",
+            "2025-03-26",
+            "2024-11-05",
+            "2026-07-28",
+            "2031-01-01",
+        ] {
+            assert!(is_supported_request(ok), "{ok}");
+        }
+        for bad in [
+            "2024-01-01",
+            "2025-11-24",
+            "1.0.0",
+            "",
+            "2026-13-01",
+            "2026-02-30",
+            "2026-7-28",
+            "latest",
+        ] {
+            assert!(!is_supported_request(bad), "{bad}");
+        }
+    }
+}

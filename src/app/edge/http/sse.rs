@@ -1,0 +1,355 @@
+//! SSE answers of `POST /mcp`: a priming event with an id and empty data, each
+//! notification the handler sends (progress), then the response, then the end. Only for
+//! requests that may wait (`tools/call` with a `progressToken`, `tasks/result`) from
+//! clients that accept `text/event-stream`; a quick answer still goes back as JSON.
+//!
+//! A stream that waits for a task is resumable (`event_id`): its priming event is sent
+//! once the handler names the task, each progress event's id carries its step, and a
+//! `GET` with `Last-Event-ID` (`resume`) continues it from the task's durable progress
+//! log on any instance. Other events (and other streams) keep ids of the form
+//! `<random stream name>-<n>`, which resume nothing.
+//!
+//! On shutdown a stream waits for a run of this instance until [`LAST_CALL`]; one that
+//! follows a run elsewhere is handed over at once (`retry`, no response) to be resumed
+//! on an instance that is still up.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::{Body, Bytes};
+use axum::http::HeaderValue;
+use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE};
+use axum::response::Response;
+use serde_json::Value;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::answer::{Asked, Work, json_answer};
+use super::gate::Accept;
+use super::reply;
+use super::resumable::Resumable;
+use super::shared::{LAST_CALL, Shared};
+use super::waits::Hold;
+use crate::app::edge::rpc::RequestId;
+use crate::app::service::tasks::{TaskRunner, progress_notification};
+use crate::domain::TaskId;
+
+/// How long a streamable request may run before it is answered as SSE: a quick answer
+/// (or a quick refusal, which needs its HTTP status) comes back as plain JSON.
+const STREAM_AFTER: Duration = Duration::from_millis(200);
+/// SSE comment interval, so proxies do not close a stream that waits for a task.
+const KEEPALIVE: Duration = Duration::from_secs(15);
+/// How often a stream that follows a task's progress log reads it (as often as a
+/// `tasks/result` on another instance than the owner polls the task).
+const FOLLOW_EVERY: Duration = Duration::from_millis(500);
+/// Log entries read at a time.
+const FOLLOW_BATCH: u32 = 64;
+/// The `retry` of a stream handed over on shutdown: how long the client waits before it
+/// resumes the stream (on another instance, behind the same address).
+const RESUME_AFTER: Duration = Duration::from_secs(1);
+
+/// Waits briefly: a quick answer goes back as JSON (with its proper status); progress or
+/// a longer wait turns the response into an SSE stream that ends with the answer.
+pub(super) async fn respond(
+    s: &Shared,
+    accept: Accept,
+    id: RequestId,
+    asked: Asked,
+    mut feed: Feed,
+) -> Response {
+    let mut first = None;
+    if accept.json {
+        tokio::select! {
+            biased;
+            outcome = &mut feed.work => return json_answer(s, &id, asked, outcome),
+            Some(frame) = feed.outbound.recv() => first = Some(frame),
+            () = tokio::time::sleep(STREAM_AFTER) => {}
+        }
+    }
+    tracing::debug!(request_id = ?id, "answering as an SSE stream");
+    stream(s, feed, first, id)
+}
+
+/// What a stream is made of: the handler's work, its notifications, what makes the
+/// stream resumable (if it is), and the slot or wait the request holds until it ends.
+pub(super) struct Feed {
+    pub(super) work: Work,
+    pub(super) outbound: mpsc::Receiver<String>,
+    pub(super) resumable: Option<Resumable>,
+    pub(super) permit: Hold,
+}
+
+/// Answers with an SSE stream fed by [`pump`]: a POST's (`first` is a notification the
+/// handler already sent) or a resumed one.
+pub(super) fn stream(s: &Shared, feed: Feed, first: Option<String>, id: RequestId) -> Response {
+    let Feed {
+        work,
+        outbound,
+        resumable,
+        permit,
+    } = feed;
+    let (events, mut body) = mpsc::channel::<Bytes>(16);
+    let stream = Stream {
+        events,
+        name: hex(&crate::support::random::random_bytes::<8>()),
+        next: 0,
+        resumable,
+    };
+    let stop = Stop {
+        shutdown: s.shutdown.clone(),
+        runner: Arc::clone(s.app.runner()),
+    };
+    tokio::spawn(pump(stream, work, outbound, first, id, stop, permit));
+    let body =
+        futures::stream::poll_fn(move |cx| body.poll_recv(cx).map(|b| b.map(Ok::<_, Infallible>)));
+    let mut resp = Response::new(Body::from_stream(body));
+    let h = resp.headers_mut();
+    h.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+    h.insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    h.insert("x-accel-buffering", HeaderValue::from_static("no"));
+    resp
+}
+
+/// One SSE stream: plain event ids are `<stream>-<n>`, unique across streams; a
+/// resumable stream's task events carry [`event_id`]s instead.
+struct Stream {
+    events: mpsc::Sender<Bytes>,
+    name: String,
+    next: u64,
+    resumable: Option<Resumable>,
+}
+
+impl Stream {
+    /// Sends one event with a plain id; `false` when the client has gone.
+    async fn send(&mut self, data: &str) -> bool {
+        let id = format!("{}-{}", self.name, self.next);
+        self.next += 1;
+        self.emit(Some(&id), data).await
+    }
+
+    async fn emit(&mut self, id: Option<&str>, data: &str) -> bool {
+        let event = match id {
+            Some(id) => format!("id: {id}\ndata: {data}\n\n"),
+            None => format!("data: {data}\n\n"),
+        };
+        self.events.send(Bytes::from(event)).await.is_ok()
+    }
+
+    /// The task this stream waits for, once known.
+    fn task(&self) -> Option<TaskId> {
+        self.resumable.as_ref().and_then(|r| r.task)
+    }
+
+    /// The handler named the task: the priming event of the resumable stream.
+    async fn named(&mut self, task: TaskId) -> bool {
+        let Some(r) = self.resumable.as_mut() else {
+            return true;
+        };
+        r.task = Some(task);
+        let id = r.id(task, r.seq);
+        self.emit(Some(&id), "").await
+    }
+
+    /// A notification from the handler: a progress event of the stream's task gets the
+    /// resumable id of its step (one already sent is dropped); any other, a plain id.
+    async fn notify(&mut self, frame: &str) -> bool {
+        let Some(task) = self.task() else {
+            return self.send(frame).await;
+        };
+        match progress_step(frame, task) {
+            Some(seq) => {
+                let r = self.resumable.as_mut().expect("a known task is resumable");
+                if seq <= r.seq {
+                    return true;
+                }
+                r.seq = seq;
+                let id = r.id(task, seq);
+                self.emit(Some(&id), frame).await
+            }
+            None => self.send(frame).await,
+        }
+    }
+
+    /// Sends what the task's log holds past the last step sent; `false` when the client
+    /// has gone. A store that does not answer sends nothing now (the next read catches up).
+    async fn follow(&mut self) -> bool {
+        let Some(task) = self.task() else {
+            return true;
+        };
+        let r = self.resumable.as_ref().expect("a known task is resumable");
+        let Some((store, tenant)) = &r.follow else {
+            return true;
+        };
+        let entries = match store
+            .progress_after(tenant, task, r.seq, FOLLOW_BATCH)
+            .await
+        {
+            Ok(entries) => entries,
+            Err(e) => {
+                tracing::debug!(task_id = %task, "cannot read the progress log yet: {e}");
+                return true;
+            }
+        };
+        let token = r.token.clone().unwrap_or(Value::Null);
+        for entry in entries {
+            let frame = progress_notification(task, &token, &entry);
+            let r = self.resumable.as_mut().expect("a known task is resumable");
+            r.seq = entry.seq;
+            let id = r.id(task, entry.seq);
+            if !self.emit(Some(&id), &frame).await {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// Ends the stream without its response, for the client to resume it (after
+    /// `RESUME_AFTER`, with a `GET` and the last event id it has) on another instance.
+    async fn hand_over(&mut self) {
+        tracing::debug!(task_id = ?self.task(), "shutting down; the client resumes the stream elsewhere");
+        let retry = format!("retry: {}\n\n", RESUME_AFTER.as_millis());
+        let _ = self.events.send(Bytes::from(retry)).await;
+    }
+
+    /// The response: without an id on a resumable stream whose task is known (the
+    /// stream is over; resuming from the last progress id gives the response again).
+    async fn answer(&mut self, frame: &str) {
+        if self.task().is_some() {
+            self.emit(None, frame).await;
+        } else {
+            self.send(frame).await;
+        }
+    }
+}
+
+/// The step of `frame` if it is a progress notification of `task`.
+fn progress_step(frame: &str, task: TaskId) -> Option<u64> {
+    let v: Value = serde_json::from_str(frame).ok()?;
+    let params = v.get("params")?;
+    let related = params.pointer("/_meta/io.modelcontextprotocol~1related-task/taskId")?;
+    (v.get("method")? == "notifications/progress" && related.as_str()? == task.to_string())
+        .then(|| params.get("progress")?.as_u64())
+        .flatten()
+}
+
+/// What a stream needs to know of a shutdown: when it starts, and whether the stream's
+/// task runs here (its outcome comes within the runs' grace) or elsewhere.
+struct Stop {
+    shutdown: CancellationToken,
+    runner: Arc<TaskRunner>,
+}
+
+/// Feeds the stream: a priming event (a resumable POST stream's once its task is
+/// named; none for a resumed one), each notification and each logged progress step,
+/// then the response. A client that goes away stops the wait (the task itself keeps
+/// running).
+///
+/// On shutdown, a stream whose task runs on another instance is handed over at once (the
+/// client resumes it there); any other keeps waiting until [`LAST_CALL`], as its run ends
+/// or is failed within the grace. Past that, a resumable stream is handed over too, and
+/// the rest end with an error the client can retry on.
+async fn pump(
+    mut stream: Stream,
+    mut work: Work,
+    mut outbound: mpsc::Receiver<String>,
+    first: Option<String>,
+    id: RequestId,
+    stop: Stop,
+    _permit: Hold,
+) {
+    let mut named = stream.resumable.as_mut().and_then(|r| r.named.take());
+    if stream.resumable.is_none() && !stream.send("").await {
+        return;
+    }
+    if let Some(frame) = first
+        && !stream.notify(&frame).await
+    {
+        return;
+    }
+    let mut keepalive =
+        tokio::time::interval_at(tokio::time::Instant::now() + KEEPALIVE, KEEPALIVE);
+    let mut follow = tokio::time::interval(FOLLOW_EVERY);
+    let mut last_call = None;
+    loop {
+        tokio::select! {
+            biased;
+            told = async { named.as_mut().expect("guarded").await }, if named.is_some() => {
+                named = None;
+                let Ok(task) = told else { continue };
+                if !stream.named(task).await {
+                    return;
+                }
+                // Named after the shutdown began: a run elsewhere is handed over now.
+                if last_call.is_some() && !stop.runner.is_live(task) {
+                    stream.hand_over().await;
+                    return;
+                }
+            }
+            outcome = &mut work => {
+                // The task may be named only now (a quick one): prime before its events.
+                if let Some(Ok(task)) = named.take().map(|mut rx| rx.try_recv())
+                    && !stream.named(task).await
+                {
+                    return;
+                }
+                while let Ok(frame) = outbound.try_recv() {
+                    if !stream.notify(&frame).await {
+                        return;
+                    }
+                }
+                // The task is terminal: everything it logged is in the log by now.
+                for _ in 0..=crate::domain::task::PROGRESS_LOG_MAX / FOLLOW_BATCH {
+                    let before = stream.resumable.as_ref().map(|r| r.seq);
+                    if !stream.follow().await {
+                        return;
+                    }
+                    if stream.resumable.as_ref().map(|r| r.seq) == before {
+                        break;
+                    }
+                }
+                let frame = match outcome {
+                    Ok(answer) => answer.frame,
+                    Err(_) => reply::panic_frame(Some(&id)),
+                };
+                stream.answer(&frame).await;
+                return;
+            }
+            Some(frame) = outbound.recv() => {
+                if !stream.notify(&frame).await {
+                    return;
+                }
+            }
+            () = stop.shutdown.cancelled(), if last_call.is_none() => {
+                if stream.task().is_some_and(|task| !stop.runner.is_live(task)) {
+                    stream.hand_over().await;
+                    return;
+                }
+                last_call = Some(Box::pin(tokio::time::sleep(LAST_CALL)));
+            }
+            () = async { last_call.as_mut().expect("guarded").await }, if last_call.is_some() => {
+                if stream.task().is_some() {
+                    stream.hand_over().await;
+                } else {
+                    stream.send(&reply::shutting_down_frame(&id)).await;
+                }
+                return;
+            }
+            _ = follow.tick() => {
+                if !stream.follow().await {
+                    return;
+                }
+            }
+            _ = keepalive.tick() => {
+                if stream.events.send(Bytes::from_static(b": keepalive\n\n")).await.is_err() {
+                    return;
+                }
+            }
+            () = stream.events.closed() => return,
+        }
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}

@@ -1,0 +1,176 @@
+//! The stdio transport: one JSON-RPC message per line in, one per line out.
+//!
+//! Requests run concurrently (a slow call never blocks a `ping`), up to [`MAX_IN_FLIGHT`]
+//! unanswered; one writer task owns the output, so frames never interleave. Invariant:
+//! the output carries only protocol frames; logs go to stderr. A line over [`MAX_LINE`]
+//! is refused and reading goes on; EOF stops reading, lets in-flight requests finish,
+//! and returns.
+
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::FutureExt;
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, BufWriter};
+use tokio::sync::{Semaphore, mpsc};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::app::App;
+use crate::app::edge::dispatch;
+use crate::app::edge::rpc::{self, INVALID_REQUEST, Incoming, RpcError};
+use crate::app::edge::session::{Held, Session};
+use crate::app::service::tasks::SHUTDOWN_GRACE;
+use crate::app::telemetry::ids::new_trace_id;
+use crate::support::ndjson::{Line, LineReader};
+
+/// The longest line accepted (4 MiB, CONTRACT §10).
+pub const MAX_LINE: usize = 4 * 1024 * 1024;
+/// The most requests unanswered at once. At the limit reading waits for one to be answered:
+/// a client that stops reading its answers (the writer blocks, then the answers waiting
+/// for it) stops being read, instead of the bridge reading on and starting a task for
+/// every request while their answers pile up.
+pub const MAX_IN_FLIGHT: usize = 1024;
+/// How long SIGTERM waits for in-flight requests: the runs' grace, then the time to
+/// kill and fail the rest and for their waiters to read that.
+const DRAIN: Duration = SHUTDOWN_GRACE.saturating_add(Duration::from_secs(3));
+
+/// Serves one connection until EOF or `shutdown`.
+///
+/// # Errors
+/// Returns an IO error when reading the input fails; a closed output just ends writing.
+pub async fn serve<R, W>(
+    app: App,
+    input: R,
+    output: W,
+    shutdown: CancellationToken,
+) -> std::io::Result<()>
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let (tx, rx) = mpsc::channel::<String>(1024);
+    let held = Arc::new(Held::default());
+    let writer = tokio::spawn(write_frames(rx, output, Arc::clone(&held)));
+    let session = Arc::new(Session::new(tx.clone()).releasing_runs_with(held));
+    let tracker = TaskTracker::new();
+    let in_flight = Arc::new(Semaphore::new(MAX_IN_FLIGHT));
+    let mut lines = LineReader::new(BufReader::with_capacity(64 * 1024, input), MAX_LINE);
+
+    let result = loop {
+        let line = tokio::select! {
+            line = lines.next_line() => line,
+            () = shutdown.cancelled() => break Ok(()),
+        };
+        let bytes = match line {
+            Ok(Line::Frame(bytes)) => bytes,
+            Ok(Line::TooLong) => {
+                let err = RpcError::protocol(
+                    INVALID_REQUEST,
+                    "invalid request: the message exceeds 4 MiB",
+                    "Send smaller messages; large payloads belong in upstream storage.",
+                    new_trace_id(),
+                );
+                let _ = tx.send(rpc::failure(None, &err)).await;
+                continue;
+            }
+            Ok(Line::Eof) => break Ok(()),
+            Err(e) => break Err(e),
+        };
+        match rpc::parse_frame(&bytes) {
+            Err(e) => {
+                let hint = "Send one JSON-RPC 2.0 object per line.";
+                let err = RpcError::protocol(e.code, e.message, hint, new_trace_id());
+                let _ = tx.send(rpc::failure(e.id.as_ref(), &err)).await;
+            }
+            Ok(Incoming::Request(req)) => {
+                // Held until the answer is queued for the writer.
+                let permit = tokio::select! {
+                    permit = Arc::clone(&in_flight).acquire_owned() => permit,
+                    () = shutdown.cancelled() => break Ok(()),
+                };
+                let Ok(permit) = permit else { break Ok(()) };
+                let app = app.clone();
+                let session = Arc::clone(&session);
+                let tx = tx.clone();
+                let cancelled = session.track(&req.id);
+                tracker.spawn(async move {
+                    let id = req.id.clone();
+                    let method = req.method.name().to_owned();
+                    // Boxed: inline, the answer's future (about 1 KB) would be copied each
+                    // time the task's future moves (into the task, between its stages).
+                    let work = AssertUnwindSafe(Box::pin(dispatch::answer(&app, &session, req)))
+                        .catch_unwind();
+                    let frame = tokio::select! {
+                        // MCP: a cancelled request gets no response.
+                        () = cancelled.cancelled() => None,
+                        outcome = work => Some(match outcome {
+                            Ok(answer) => answer.frame,
+                            Err(_) => panic_frame(&id, &method),
+                        }),
+                    };
+                    session.untrack(&id);
+                    match frame {
+                        Some(frame) => {
+                            let _ = tx.send(frame).await;
+                        }
+                        // No answer will be written: nothing to wait for.
+                        None => session.release_held(),
+                    }
+                    drop(permit);
+                });
+            }
+            Ok(other) => {
+                // Notifications and responses are cheap; handle them in order.
+                let _ = dispatch::handle(&app, &session, other).await;
+            }
+        }
+    };
+    tracker.close();
+    if shutdown.is_cancelled() {
+        // SIGTERM: waits for runs end within the runs' grace (which started with the
+        // signal); anything still unanswered after that is not waited for.
+        if tokio::time::timeout(DRAIN, tracker.wait()).await.is_err() {
+            tracing::warn!("some requests did not finish within {DRAIN:?} of SIGTERM; exiting");
+        }
+    } else {
+        tracker.wait().await;
+    }
+    drop(session);
+    drop(tx);
+    let _ = writer.await;
+    result
+}
+
+/// The internal-error response for a handler that panicked; the bridge keeps serving.
+fn panic_frame(id: &rpc::RequestId, method: &str) -> String {
+    let trace = new_trace_id();
+    tracing::error!(method, trace_id = %trace, "handler panicked");
+    rpc::failure(Some(id), &RpcError::panicked(trace))
+}
+
+/// Writes frames, flushing whenever the queue runs dry so pipelined responses share a
+/// write; after each flush the runs held for the answers written start.
+async fn write_frames<W: AsyncWrite + Unpin>(
+    mut rx: mpsc::Receiver<String>,
+    output: W,
+    held: Arc<Held>,
+) {
+    let mut out = BufWriter::with_capacity(64 * 1024, output);
+    while let Some(frame) = rx.recv().await {
+        let mut next = Some(frame);
+        while let Some(frame) = next {
+            // serde_json escapes newlines inside strings, so a frame is always one line.
+            if out.write_all(frame.as_bytes()).await.is_err() || out.write_all(b"\n").await.is_err()
+            {
+                return;
+            }
+            next = rx.try_recv().ok();
+        }
+        if out.flush().await.is_err() {
+            return;
+        }
+        held.release();
+    }
+    let _ = out.flush().await;
+}

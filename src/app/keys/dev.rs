@@ -1,0 +1,132 @@
+//! The local development signing key: an Ed25519 key created once (mode 0600) in the data
+//! dir, used by `--dev` and `dev-token` to mint tokens with issuer `urn:cyberos:dev`.
+//! Creation is atomic, so two processes racing to create it end up with the same key.
+
+use std::path::{Path, PathBuf};
+
+use ed25519_dalek::SigningKey;
+use ed25519_dalek::pkcs8::spki::der::pem::LineEnding;
+use ed25519_dalek::pkcs8::{DecodePrivateKey, EncodePrivateKey, EncodePublicKey};
+use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header};
+use serde_json::{Value, json};
+
+/// Issuer of every dev token.
+pub const DEV_ISSUER: &str = "urn:cyberos:dev";
+const FILE_NAME: &str = "dev-signing-key.pem";
+
+/// The dev key pair.
+pub struct DevKey {
+    encoding: EncodingKey,
+    decoding: DecodingKey,
+    path: PathBuf,
+}
+
+impl std::fmt::Debug for DevKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DevKey")
+            .field("path", &self.path)
+            .finish_non_exhaustive()
+    }
+}
+
+impl DevKey {
+    /// Loads the key of `data_dir`, creating it first if it does not exist.
+    ///
+    /// # Errors
+    /// When the file cannot be created or read, or does not hold an Ed25519 key.
+    pub fn load_or_create(data_dir: &Path) -> Result<DevKey, String> {
+        let path = data_dir.join(FILE_NAME);
+        if !path.exists() {
+            create(data_dir)?;
+        }
+        let pem = std::fs::read_to_string(&path)
+            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        let signing = SigningKey::from_pkcs8_pem(&pem)
+            .map_err(|_| format!("{} does not hold an Ed25519 key", path.display()))?;
+        let public = signing
+            .verifying_key()
+            .to_public_key_pem(LineEnding::LF)
+            .map_err(|e| format!("cannot encode the dev public key: {e}"))?;
+        let encoding =
+            EncodingKey::from_ed_pem(pem.as_bytes()).map_err(|e| format!("dev key: {e}"))?;
+        let decoding =
+            DecodingKey::from_ed_pem(public.as_bytes()).map_err(|e| format!("dev key: {e}"))?;
+        Ok(DevKey {
+            encoding,
+            decoding,
+            path,
+        })
+    }
+
+    /// The verification key.
+    pub fn decoding_key(&self) -> DecodingKey {
+        self.decoding.clone()
+    }
+
+    /// Signs `claims` (issuer and the rest as given) with EdDSA.
+    ///
+    /// # Errors
+    /// Only if signing fails, which would be a bug.
+    pub fn sign(&self, claims: &Value) -> Result<String, String> {
+        jsonwebtoken::encode(&Header::new(Algorithm::EdDSA), claims, &self.encoding)
+            .map_err(|e| format!("cannot sign: {e}"))
+    }
+
+    /// A bearer token for `tenant` with `scopes` (space-separated), valid `ttl_s` seconds.
+    ///
+    /// # Errors
+    /// As for [`DevKey::sign`], or when the system has no randomness for the `jti`.
+    pub fn bearer_token(
+        &self,
+        audience: &str,
+        tenant: &str,
+        scopes: &str,
+        sub: &str,
+        ttl_s: i64,
+    ) -> Result<String, String> {
+        let now = chrono::Utc::now().timestamp();
+        self.sign(&json!({
+            "iss": DEV_ISSUER, "aud": audience, "sub": sub, "tenant_id": tenant,
+            "scope": scopes, "iat": now, "exp": now + ttl_s, "jti": jti()?
+        }))
+    }
+
+    /// A single-use confirmation token for one call of `tool` by `sub` with the arguments
+    /// whose canonical hash is `args_sha256`, valid at most five minutes.
+    ///
+    /// # Errors
+    /// As for [`DevKey::bearer_token`].
+    pub fn confirmation_token(
+        &self,
+        audience: &str,
+        tenant: &str,
+        sub: &str,
+        tool: &str,
+        args_sha256: &str,
+        ttl_s: i64,
+    ) -> Result<String, String> {
+        let now = chrono::Utc::now().timestamp();
+        self.sign(&json!({
+            "iss": DEV_ISSUER, "aud": audience, "sub": sub, "tenant_id": tenant,
+            "purpose": crate::domain::confirm::PURPOSE, "tool": tool, "args_sha256": args_sha256,
+            "jti": jti()?, "iat": now, "exp": now + ttl_s.min(300)
+        }))
+    }
+}
+
+/// A fresh token id: 128 random bits in hex.
+fn jti() -> Result<String, String> {
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes).map_err(|e| format!("no randomness: {e}"))?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// Writes a new key, atomically and privately.
+fn create(data_dir: &Path) -> Result<(), String> {
+    let mut seed = [0u8; 32];
+    getrandom::fill(&mut seed).map_err(|e| format!("no randomness: {e}"))?;
+    let pem = SigningKey::from_bytes(&seed)
+        .to_pkcs8_pem(LineEnding::LF)
+        .map_err(|e| format!("cannot encode the dev key: {e}"))?;
+    crate::support::private_file::publish(data_dir, FILE_NAME, pem.as_bytes())
+}

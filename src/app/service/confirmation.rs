@@ -1,0 +1,133 @@
+//! How a call with destructive or external effects gets confirmed (CONTRACT §5): a host
+//! flag, the seed's flag, a single-use confirmation token, or, when the client declared
+//! `elicitation` (on stdio, or in an HTTP session on an SSE response), a form that asks
+//! the user.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+use crate::app::App;
+use crate::app::edge::rpc::CallParams;
+use crate::app::edge::session::Session;
+use crate::domain::confirm::{self, Confirmation};
+use crate::domain::{DomainError, Principal, Tool};
+
+/// How long the user has to answer a confirmation form.
+const ELICITATION_WAIT: Duration = Duration::from_secs(300);
+
+/// Hex SHA-256 of the RFC 8785 canonical JSON of `args`: what a confirmation token binds.
+pub fn args_sha256(args: &Value) -> String {
+    let canonical = serde_json_canonicalizer::to_string(args).unwrap_or_default();
+    Sha256::digest(canonical.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// The confirmation of a call, or `AuthzDenied` when it needs one and has none.
+pub(super) async fn confirm(
+    app: &App,
+    session: &Session,
+    principal: &Principal,
+    tool: Tool,
+    call: &CallParams,
+) -> Result<Option<Confirmation>, DomainError> {
+    let spec = tool.spec();
+    if !spec.effects.needs_confirmation() {
+        return Ok(None);
+    }
+    let evidence = if let Some(how) = call.confirmation() {
+        Some(how)
+    } else if let Some(token) = call.confirmation_token() {
+        check_confirmation_token(app, principal, tool, &call.arguments, token).await?;
+        Some(Confirmation::Token)
+    } else if session.client_elicitation() {
+        Some(elicit(session, tool, &call.arguments).await?)
+    } else {
+        None
+    };
+    confirm::decide(spec, evidence)
+}
+
+async fn check_confirmation_token(
+    app: &App,
+    principal: &Principal,
+    tool: Tool,
+    args: &Value,
+    token: &str,
+) -> Result<(), DomainError> {
+    let claims = app.identity().verifier().verify_confirmation(token).await?;
+    let now = app.ports().clock.now();
+    confirm::check_token(&claims, principal, tool.name(), &args_sha256(args), now)?;
+    if !app
+        .ports()
+        .ledger
+        .claim(&principal.tenant, &claims.jti, claims.expires_at)
+        .await?
+    {
+        return Err(DomainError::denied(
+            "the confirmation token was already used",
+            "Confirmation tokens work once; mint a new one for this call.",
+        ));
+    }
+    Ok(())
+}
+
+/// Asks the user with a form elicitation; only an explicit "yes" confirms.
+async fn elicit(session: &Session, tool: Tool, args: &Value) -> Result<Confirmation, DomainError> {
+    let summary = crate::domain::text::clip(&args.to_string(), 500).into_owned();
+    let params = json!({
+        "mode": "form",
+        "message": format!("Allow {} to run with these arguments? {summary}", tool.spec().title),
+        "requestedSchema": {
+            "type": "object",
+            "properties": {
+                "confirm": {"type": "boolean", "title": "Allow this call", "default": false}
+            },
+            "required": ["confirm"]
+        }
+    });
+    let denied = |why: &str| {
+        DomainError::denied(
+            format!("the user did not confirm the call ({why})"),
+            "The call needs the user's approval; ask again if they want it to run.",
+        )
+    };
+    match session
+        .ask("elicitation/create", params, ELICITATION_WAIT)
+        .await?
+    {
+        Some(Ok(result)) => match (
+            result.get("action").and_then(Value::as_str),
+            result.pointer("/content/confirm"),
+        ) {
+            (Some("accept"), Some(Value::Bool(true))) => Ok(Confirmation::Elicited),
+            (Some("accept"), _) => Err(denied("answered no")),
+            (Some("decline"), _) => Err(denied("declined")),
+            (Some("cancel"), _) => Err(denied("cancelled")),
+            _ => Err(denied("unreadable answer")),
+        },
+        Some(Err(_)) => Err(denied("the client could not ask")),
+        None => Err(denied("no answer")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_hash_is_over_canonical_json() {
+        let a = json!({"b": 1, "a": [1.0, "x"], "c": {"z": null, "y": true}});
+        let b: Value =
+            serde_json::from_str(r#"{"c":{"y":true,"z":null},"a":[1,"x"],"b":1}"#).unwrap();
+        assert_eq!(args_sha256(&a), args_sha256(&b));
+        assert_eq!(
+            args_sha256(&json!({})),
+            "44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a"
+        );
+        assert_ne!(args_sha256(&json!({"a": 1})), args_sha256(&json!({"a": 2})));
+    }
+}

@@ -1,0 +1,95 @@
+//! The application value every handler borrows: ports, settings, identity, the compiled
+//! tool registry and this instance's task runner.
+
+use std::sync::Arc;
+
+use crate::app::edge::session::Session;
+use crate::app::service::identity::Identity;
+use crate::app::service::settings::Settings;
+use crate::app::service::tasks::runner::TaskRunner;
+use crate::app::service::tools::registry::Registry;
+use crate::domain::{DomainError, Principal};
+use crate::ports::Ports;
+
+/// The application: ports, settings, identity and the compiled tool registry. Cloning is
+/// one reference-count bump; handlers borrow it.
+#[derive(Clone)]
+pub struct App(Arc<Inner>);
+
+struct Inner {
+    ports: Ports,
+    settings: Settings,
+    identity: Identity,
+    registry: Registry,
+    runner: Arc<TaskRunner>,
+    workflows: crate::app::service::tools::WorkflowCatalog,
+    skill_entries: crate::app::service::tools::SkillEntries,
+}
+
+impl App {
+    /// Builds the application; compiles every tool schema once.
+    pub fn new(ports: Ports, settings: Settings, identity: Identity) -> App {
+        let runner = TaskRunner::new(
+            ports.clone(),
+            settings.max_tasks_per_tenant,
+            settings.max_cuo_children,
+        );
+        let registry = Registry::build(settings.tool_names);
+        App(Arc::new(Inner {
+            ports,
+            settings,
+            identity,
+            registry,
+            runner,
+            workflows: Default::default(),
+            skill_entries: Default::default(),
+        }))
+    }
+
+    /// The ports.
+    pub fn ports(&self) -> &Ports {
+        &self.0.ports
+    }
+
+    /// The settings.
+    pub fn settings(&self) -> &Settings {
+        &self.0.settings
+    }
+
+    /// The task runner of this instance.
+    pub fn runner(&self) -> &Arc<TaskRunner> {
+        &self.0.runner
+    }
+
+    /// Starts the background work of the task runner (leases, stop polling, sweeps).
+    pub fn start_background(&self, shutdown: tokio_util::sync::CancellationToken) {
+        tokio::spawn(Arc::clone(&self.0.runner).maintain(shutdown));
+    }
+
+    pub(crate) fn identity(&self) -> &Identity {
+        &self.0.identity
+    }
+
+    pub(crate) fn registry(&self) -> &Registry {
+        &self.0.registry
+    }
+
+    /// The CUO workflow catalogue `execute_workflow` checks against.
+    pub(crate) fn workflows(&self) -> &crate::app::service::tools::WorkflowCatalog {
+        &self.0.workflows
+    }
+
+    /// The skills' rendered listing entries.
+    pub(crate) fn skill_entries(&self) -> &crate::app::service::tools::SkillEntries {
+        &self.0.skill_entries
+    }
+
+    /// The principal of a request: verified by the transport (HTTP), or from the stdio
+    /// token source.
+    pub(crate) async fn principal(&self, session: &Session) -> Result<Principal, DomainError> {
+        match session.principal() {
+            Some(p) => Ok(p.clone()),
+            None => self.identity().stdio_principal().await,
+        }
+    }
+}
