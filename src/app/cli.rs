@@ -26,7 +26,9 @@ pub async fn run(config: Config, command: Option<Command>) -> i32 {
     match command {
         None => serve(config).await,
         Some(Command::Tools) => {
-            print_json(crate::app::service::tools::Registry::build(config.tool_names).listing());
+            let listing = crate::app::edge::listing::tools_list(config.tool_names);
+            let listing: Value = serde_json::from_str(&listing).expect("the listing is JSON");
+            print_json(&listing);
             EXIT_OK
         }
         Some(Command::DevToken {

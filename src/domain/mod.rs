@@ -19,6 +19,10 @@ pub mod task;
 pub mod text;
 pub mod tool;
 
+/// The MCP revision the bridge implements, the only one it speaks: what its catalogue,
+/// tasks and errors are shaped for.
+pub const PROTOCOL_VERSION: &str = "2025-11-25";
+
 pub use error::{DomainError, ErrorClass, Upstream};
 pub use ids::{TaskId, TenantId, Timestamp, TraceId};
 pub use json::JsonText;

@@ -158,7 +158,10 @@ fn the_module_graph_sees_real_edges() {
         edge("app::edge::http::mcp", "app::edge::http::sse"),
         "a sibling through super::"
     );
-    assert!(edge("app::service::tasks::runner", "app::service::tasks::run"));
+    assert!(edge(
+        "app::service::tasks::runner",
+        "app::service::tasks::run"
+    ));
     assert!(edge("main", "app::cli"), "main.rs is read too");
 }
 
@@ -173,6 +176,42 @@ fn adapters_never_import_the_application() {
                     show(module),
                     show(t)
                 );
+            }
+        }
+    }
+}
+
+#[test]
+fn the_service_never_names_the_wire() {
+    // The use cases and the telemetry they record take and return their own types: a
+    // second protocol lane or front end is an edge of its own, not a change to them.
+    let graph = Graph::of(&src(""));
+    let under = |m: &[String], prefix: &[&str]| {
+        m.len() >= prefix.len() && m.iter().zip(prefix).all(|(a, b)| a == b)
+    };
+    let mut checked = 0;
+    for (module, targets) in &graph.edges {
+        if !under(module, &["app", "service"]) && !under(module, &["app", "telemetry"]) {
+            continue;
+        }
+        checked += 1;
+        for t in targets {
+            assert!(
+                !under(t, &["app", "edge"]),
+                "{} imports {}",
+                show(module),
+                show(t)
+            );
+        }
+    }
+    assert!(
+        checked > 20,
+        "the service's modules were not found: {checked}"
+    );
+    for sub in ["app/service", "app/telemetry"] {
+        for (path, text) in rust_files(&src(sub)) {
+            for word in ["axum", "hyper", "crate::app::edge", "jsonrpc\":"] {
+                assert!(!text.contains(word), "{path} mentions {word}");
             }
         }
     }

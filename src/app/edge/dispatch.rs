@@ -3,20 +3,28 @@
 //! answered with `internal_error` in the request's trace.
 
 use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::FutureExt;
 use serde_json::{Value, json};
 
-use crate::app::App;
-use crate::app::edge::rpc::{
-    self, BadParams, INVALID_PARAMS, INVALID_REQUEST, Incoming, InitializeParams, METHOD_NOT_FOUND,
-    Method, Notice, PROTOCOL_VERSION, Reply, Request, RequestId, RpcError,
+use super::listing::tools_list;
+use super::results::{ProgressFrames, call_reply, seed_task, spec_task, task_result, tool_failure};
+use super::rpc::{
+    self, BadParams, CallParams, INVALID_PARAMS, INVALID_REQUEST, Incoming, InitializeParams,
+    METHOD_NOT_FOUND, Method, Notice, PROTOCOL_VERSION, Reply, Request, RequestId, RpcError,
+    TaskRef,
 };
-use crate::app::edge::session::Session;
-use crate::app::service::{call, tasks};
+use super::session::Session;
+use crate::app::App;
+use crate::app::service::call;
+use crate::app::service::caller::ProgressListener;
+use crate::app::service::request::{CallError, ToolCall};
+use crate::app::service::tasks::methods as tasks;
 use crate::app::telemetry::{self, CallSpan, Outcome, Parent};
-use crate::domain::{TraceId, respell};
+use crate::domain::task::Task;
+use crate::domain::{DomainError, Principal, TraceId, respell};
 
 /// A serialized response and what HTTP needs to pick its status.
 pub struct Answer {
@@ -61,7 +69,12 @@ pub async fn answer(app: &App, session: &Session, req: Request) -> Answer {
     .or_else(|| session.traceparent().cloned());
     let call = matches!(req.method, Method::ToolsCall(_)).then(|| {
         let tenant = session.principal().map(|p| p.tenant);
-        CallSpan::start(parent.as_ref(), &req.id, session.network(), tenant)
+        CallSpan::start(
+            parent.as_ref(),
+            || req.id.to_text(),
+            session.network(),
+            tenant,
+        )
     });
     let trace = telemetry::request_trace_id(call.as_ref(), parent.as_ref());
     let work =
@@ -138,7 +151,7 @@ async fn dispatch(
             trace,
         ));
     }
-    let bad = |e: &BadParams| RpcError::protocol(INVALID_PARAMS, e.message.clone(), e.hint, trace);
+    let bad = |e: &BadParams| bad_params(e, trace);
     match method {
         Method::Initialize(params) => {
             // The same rule `tasks::launch` applies to this session's plain calls: on HTTP
@@ -160,27 +173,20 @@ async fn dispatch(
         }
         Method::ToolsList(params) => {
             params.as_ref().map_err(bad)?;
-            Ok(Reply::Raw(app.registry().listing_text()))
+            Ok(Reply::Raw(tools_list(app.settings().tool_names)))
         }
         // The handlers' futures are boxed: inline, the largest of them set the size of every
         // request's future, which a transport moves into a task (kilobytes copied per
         // `ping`).
         Method::ToolsCall(params) => {
-            let call = call.expect("answer() opens a span for every tools/call");
-            Box::pin(call::call(app, session, params, call)).await
+            let span = call.expect("answer() opens a span for every tools/call");
+            let params = params.as_ref().map_err(bad)?;
+            Box::pin(tools_call(app, session, params, span)).await
         }
-        Method::TasksGet(task) => Box::pin(tasks::methods::get(app, session, task, trace))
-            .await
-            .map(Reply::Json),
-        Method::TasksResult(task) => Box::pin(tasks::methods::result(app, session, task, trace))
-            .await
-            .map(Reply::Json),
-        Method::TasksList(cursor) => Box::pin(tasks::methods::list(app, session, cursor, trace))
-            .await
-            .map(Reply::Json),
-        Method::TasksCancel(task) => Box::pin(tasks::methods::cancel(app, session, task, trace))
-            .await
-            .map(Reply::Json),
+        Method::TasksGet(task) => Box::pin(task_get(app, session, task, trace)).await,
+        Method::TasksResult(task) => Box::pin(task_result_of(app, session, task, trace)).await,
+        Method::TasksList(cursor) => Box::pin(task_list(app, session, cursor, trace)).await,
+        Method::TasksCancel(task) => Box::pin(task_cancel(app, session, task, trace)).await,
         // Newer clients probe with `server/discover`; -32601 tells them to fall back to
         // `initialize`, and the session stays ready for it.
         Method::Discover | Method::Unknown(_) => Err(RpcError::protocol(
@@ -190,6 +196,136 @@ async fn dispatch(
             trace,
         )),
     }
+}
+
+/// `tools/call`: the service's pipeline, its outcome in MCP's shapes.
+async fn tools_call(
+    app: &App,
+    session: &Session,
+    params: &CallParams,
+    span: &CallSpan,
+) -> Result<Reply, RpcError> {
+    let trace = span.trace_id();
+    // Any JSON value as sent: the run's notifications carry it back unchanged.
+    let progress = params.meta.get("progressToken").map(|token| {
+        Arc::new(ProgressFrames {
+            outbound: session.outbound(),
+            token: token.clone(),
+        }) as Arc<dyn ProgressListener>
+    });
+    let request = ToolCall {
+        name: &params.name,
+        arguments: &params.arguments,
+        confirmed: params.confirmation(),
+        confirmation_token: params.confirmation_token(),
+        task: params.task.as_ref().map(|_| params.requested_ttl()),
+        progress,
+    };
+    match call::call(app, session, request, span).await {
+        Ok(outcome) => call_reply(app, outcome, trace),
+        Err(CallError::Refused(e)) => Err(RpcError::logged(&e, trace)),
+        Err(CallError::Failed(e)) => tool_failure(app, &e, trace).map(Reply::Json),
+    }
+}
+
+/// The principal of a `tasks/*` request, checked before its params (CONTRACT §3).
+async fn task_principal(
+    app: &App,
+    session: &Session,
+    trace: TraceId,
+) -> Result<Principal, RpcError> {
+    app.principal(session)
+        .await
+        .map_err(|e| RpcError::logged(&e, trace))
+}
+
+/// `tasks/get`: the spec's `Task` for `{taskId}`, the seed's task object for `{id}`.
+async fn task_get(
+    app: &App,
+    session: &Session,
+    params: &Result<TaskRef, BadParams>,
+    trace: TraceId,
+) -> Result<Reply, RpcError> {
+    let fail = |e: DomainError| RpcError::logged(&e, trace);
+    let principal = task_principal(app, session, trace).await?;
+    let task_ref = params.as_ref().map_err(|e| bad_params(e, trace))?;
+    let task = tasks::get(app, &principal, &task_ref.id)
+        .await
+        .map_err(fail)?;
+    task_shape(&task, task_ref.seed_shape).map_err(fail)
+}
+
+/// `tasks/cancel`, answered in the shape of the request as `tasks/get` is.
+async fn task_cancel(
+    app: &App,
+    session: &Session,
+    params: &Result<TaskRef, BadParams>,
+    trace: TraceId,
+) -> Result<Reply, RpcError> {
+    let fail = |e: DomainError| RpcError::logged(&e, trace);
+    let principal = task_principal(app, session, trace).await?;
+    let task_ref = params.as_ref().map_err(|e| bad_params(e, trace))?;
+    let task = tasks::cancel(app, &principal, &task_ref.id)
+        .await
+        .map_err(fail)?;
+    task_shape(&task, task_ref.seed_shape).map_err(fail)
+}
+
+fn task_shape(task: &Task, seed_shape: bool) -> Result<Reply, DomainError> {
+    if seed_shape {
+        seed_task(task).map(Reply::Json)
+    } else {
+        Ok(Reply::Json(spec_task(task)))
+    }
+}
+
+/// `tasks/result`: waits until the task is terminal, then answers what the original call
+/// would have, in the task's trace.
+async fn task_result_of(
+    app: &App,
+    session: &Session,
+    params: &Result<TaskRef, BadParams>,
+    trace: TraceId,
+) -> Result<Reply, RpcError> {
+    let fail = |e: DomainError| RpcError::logged(&e, trace);
+    let principal = task_principal(app, session, trace).await?;
+    let task_ref = params.as_ref().map_err(|e| bad_params(e, trace))?;
+    let done = tasks::result(app, session, &principal, &task_ref.id)
+        .await
+        .map_err(fail)?;
+    let related = json!({"io.modelcontextprotocol/related-task": {"taskId": done.id.to_string()}});
+    match task_result(&done) {
+        Ok(mut result) => {
+            result["_meta"] = related;
+            Ok(Reply::Json(result))
+        }
+        Err(e) => Err(RpcError::from_domain(&e, done.trace_id).with_data("_meta", related)),
+    }
+}
+
+/// `tasks/list`: one page of the tenant's tasks the caller may act on.
+async fn task_list(
+    app: &App,
+    session: &Session,
+    cursor: &Result<Option<String>, BadParams>,
+    trace: TraceId,
+) -> Result<Reply, RpcError> {
+    let fail = |e: DomainError| RpcError::logged(&e, trace);
+    let principal = task_principal(app, session, trace).await?;
+    let cursor = cursor.as_ref().map_err(|e| bad_params(e, trace))?;
+    let page = tasks::list(app, &principal, cursor.as_deref())
+        .await
+        .map_err(fail)?;
+    let listed: Vec<Value> = page.tasks.iter().map(spec_task).collect();
+    let mut out = json!({ "tasks": listed });
+    if let Some(next) = page.next_cursor {
+        out["nextCursor"] = next.into();
+    }
+    Ok(Reply::Json(out))
+}
+
+fn bad_params(e: &BadParams, trace: TraceId) -> RpcError {
+    RpcError::protocol(INVALID_PARAMS, e.message.clone(), e.hint, trace)
 }
 
 fn notify(session: &Session, notice: &Notice) {

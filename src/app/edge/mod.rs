@@ -4,6 +4,8 @@
 
 pub mod dispatch;
 pub mod http;
+pub mod listing;
+pub mod results;
 pub mod rpc;
 pub mod session;
 pub mod stdio;

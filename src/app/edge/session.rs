@@ -14,26 +14,12 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use crate::app::edge::rpc::RequestId;
+use crate::app::service::caller::{Answer, Begin, Caller};
 use crate::app::service::output::json_value;
 use crate::app::telemetry::Parent;
 use crate::domain::session::{QuestionKey, too_many_open_questions};
 use crate::domain::{DomainError, TenantId};
 use crate::ports::ClientAnswers;
-
-/// A created task's run, held back until dropped: the child's spawn (a fork that blocks
-/// its thread for a millisecond or more) comes after the answer with the handle.
-#[must_use = "the run starts when this is dropped"]
-pub struct Begin {
-    _run: oneshot::Sender<()>,
-}
-
-impl Begin {
-    /// A hold, and what the run awaits (it resolves when the hold is dropped).
-    pub fn new() -> (Begin, oneshot::Receiver<()>) {
-        let (tx, rx) = oneshot::channel();
-        (Begin { _run: tx }, rx)
-    }
-}
 
 /// Runs held until the answers announcing them are written: stdio's writer releases them
 /// after each flush; otherwise they go with the session (an HTTP request's ends once its
@@ -130,18 +116,6 @@ impl Session {
         self
     }
 
-    /// This request now waits for task `id` (the first call counts).
-    pub fn waits_for_task(&self, id: crate::domain::TaskId) {
-        let tx = self
-            .waits_for
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take();
-        if let Some(tx) = tx {
-            let _ = tx.send(id);
-        }
-    }
-
     /// Holds runs in `held`, which the transport releases once answers are written.
     pub fn releasing_runs_with(mut self, held: Arc<Held>) -> Session {
         self.held = held;
@@ -151,15 +125,6 @@ impl Session {
     /// Lets the held runs start (a request that gets no answer).
     pub fn release_held(&self) {
         self.held.release();
-    }
-
-    /// Holds a run until the answer to this request is on its way.
-    pub fn hold(&self, begin: Begin) {
-        self.held
-            .0
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(begin);
     }
 
     /// A session for one stateless HTTP request: its principal verified by the transport,
@@ -357,5 +322,72 @@ impl Session {
         // A panic while holding this lock cannot leave the map inconsistent, so poisoning
         // is ignored.
         self.inflight.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+#[async_trait::async_trait]
+impl Caller for Session {
+    fn principal(&self) -> Option<&crate::domain::Principal> {
+        self.principal.as_ref()
+    }
+
+    fn client_name(&self) -> Option<&str> {
+        Session::client_name(self)
+    }
+
+    fn can_ask(&self) -> bool {
+        self.client_elicitation()
+    }
+
+    /// A form elicitation with one boolean, `confirm`; only `accept` with `true` is a yes.
+    async fn confirm(
+        &self,
+        question: &str,
+        wait: std::time::Duration,
+    ) -> Result<Answer, DomainError> {
+        let params = serde_json::json!({
+            "mode": "form",
+            "message": question,
+            "requestedSchema": {
+                "type": "object",
+                "properties": {
+                    "confirm": {"type": "boolean", "title": "Allow this call", "default": false}
+                },
+                "required": ["confirm"]
+            }
+        });
+        Ok(match self.ask("elicitation/create", params, wait).await? {
+            Some(Ok(result)) => match (
+                result.get("action").and_then(Value::as_str),
+                result.pointer("/content/confirm"),
+            ) {
+                (Some("accept"), Some(Value::Bool(true))) => Answer::Yes,
+                (Some("accept"), _) => Answer::No,
+                (Some("decline"), _) => Answer::Declined,
+                (Some("cancel"), _) => Answer::Cancelled,
+                _ => Answer::Unreadable,
+            },
+            Some(Err(_)) => Answer::CouldNotAsk,
+            None => Answer::None,
+        })
+    }
+
+    fn hold(&self, run: Begin) {
+        self.held
+            .0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(run);
+    }
+
+    fn waits_for_task(&self, task: crate::domain::TaskId) {
+        let tx = self
+            .waits_for
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        if let Some(tx) = tx {
+            let _ = tx.send(task);
+        }
     }
 }

@@ -1,21 +1,20 @@
 //! How a call with destructive or external effects gets confirmed (CONTRACT §5): a host
-//! flag, the seed's flag, a single-use confirmation token, or, when the client declared
-//! `elicitation` (on stdio, or in an HTTP session on an SSE response), a form that asks
-//! the user.
+//! flag, the seed's flag, a single-use confirmation token, or, when the user can be asked
+//! on this request (`Caller::can_ask`), a yes/no question.
 
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use sha2::{Digest, Sha256};
 
+use super::caller::Caller;
+use super::request::ToolCall;
 use crate::app::App;
-use crate::app::edge::rpc::CallParams;
-use crate::app::edge::session::Session;
 use crate::domain::confirm::{self, Confirmation};
 use crate::domain::{DomainError, Principal, Tool};
 
-/// How long the user has to answer a confirmation form.
-const ELICITATION_WAIT: Duration = Duration::from_secs(300);
+/// How long the user has to answer a confirmation question.
+const ASK_WAIT: Duration = Duration::from_secs(300);
 
 /// Hex SHA-256 of the RFC 8785 canonical JSON of `args`: what a confirmation token binds.
 pub fn args_sha256(args: &Value) -> String {
@@ -29,22 +28,22 @@ pub fn args_sha256(args: &Value) -> String {
 /// The confirmation of a call, or `AuthzDenied` when it needs one and has none.
 pub(super) async fn confirm(
     app: &App,
-    session: &Session,
+    caller: &dyn Caller,
     principal: &Principal,
     tool: Tool,
-    call: &CallParams,
+    call: &ToolCall<'_>,
 ) -> Result<Option<Confirmation>, DomainError> {
     let spec = tool.spec();
     if !spec.effects.needs_confirmation() {
         return Ok(None);
     }
-    let evidence = if let Some(how) = call.confirmation() {
+    let evidence = if let Some(how) = call.confirmed {
         Some(how)
-    } else if let Some(token) = call.confirmation_token() {
-        check_confirmation_token(app, principal, tool, &call.arguments, token).await?;
+    } else if let Some(token) = call.confirmation_token {
+        check_confirmation_token(app, principal, tool, call.arguments, token).await?;
         Some(Confirmation::Token)
-    } else if session.client_elicitation() {
-        Some(elicit(session, tool, &call.arguments).await?)
+    } else if caller.can_ask() {
+        Some(ask(caller, tool, call.arguments).await?)
     } else {
         None
     };
@@ -75,48 +74,27 @@ async fn check_confirmation_token(
     Ok(())
 }
 
-/// Asks the user with a form elicitation; only an explicit "yes" confirms.
-async fn elicit(session: &Session, tool: Tool, args: &Value) -> Result<Confirmation, DomainError> {
+/// Asks the user; only an explicit "yes" confirms.
+async fn ask(caller: &dyn Caller, tool: Tool, args: &Value) -> Result<Confirmation, DomainError> {
     let summary = crate::domain::text::clip(&args.to_string(), 500).into_owned();
-    let params = json!({
-        "mode": "form",
-        "message": format!("Allow {} to run with these arguments? {summary}", tool.spec().title),
-        "requestedSchema": {
-            "type": "object",
-            "properties": {
-                "confirm": {"type": "boolean", "title": "Allow this call", "default": false}
-            },
-            "required": ["confirm"]
-        }
-    });
-    let denied = |why: &str| {
-        DomainError::denied(
+    let question = format!(
+        "Allow {} to run with these arguments? {summary}",
+        tool.spec().title
+    );
+    let answer = caller.confirm(&question, ASK_WAIT).await?;
+    match answer.refusal() {
+        None => Ok(Confirmation::Elicited),
+        Some(why) => Err(DomainError::denied(
             format!("the user did not confirm the call ({why})"),
             "The call needs the user's approval; ask again if they want it to run.",
-        )
-    };
-    match session
-        .ask("elicitation/create", params, ELICITATION_WAIT)
-        .await?
-    {
-        Some(Ok(result)) => match (
-            result.get("action").and_then(Value::as_str),
-            result.pointer("/content/confirm"),
-        ) {
-            (Some("accept"), Some(Value::Bool(true))) => Ok(Confirmation::Elicited),
-            (Some("accept"), _) => Err(denied("answered no")),
-            (Some("decline"), _) => Err(denied("declined")),
-            (Some("cancel"), _) => Err(denied("cancelled")),
-            _ => Err(denied("unreadable answer")),
-        },
-        Some(Err(_)) => Err(denied("the client could not ask")),
-        None => Err(denied("no answer")),
+        )),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn the_hash_is_over_canonical_json() {

@@ -3,9 +3,11 @@
 //! and returns its own types and never names the wire (`tests/e2e/tidy.rs`).
 
 pub mod call;
+pub mod caller;
 pub mod confirmation;
 pub mod identity;
 pub mod output;
+pub mod request;
 pub mod settings;
 mod state;
 pub mod tasks;

@@ -1,20 +1,39 @@
-//! JSON shapes shared by the tool handlers and the task methods.
+//! What a tool returns: its structured content as JSON text, beside the same JSON escaped
+//! for the text a host shows (clients that read only `content` see the same data). Both
+//! are written once, piece by piece, with no tree built or walked again; the edge puts
+//! them in MCP's result shape. Also the conversions between the ports' opaque JSON text
+//! and values.
 
 use serde::Serialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 
-use crate::app::edge::rpc::{Reply, text_of};
 use crate::domain::{DomainError, JsonText};
 
-/// A successful `CallToolResult` whose `structuredContent` is `value`, with the same JSON
-/// as text for clients that read only `content`: serialized once, then written twice (as
-/// is, and escaped as the text), with no tree built or walked again.
+/// A tool's successful output.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolOutput {
+    json: String,
+    escaped: String,
+}
+
+impl ToolOutput {
+    /// The structured content, one JSON value.
+    pub fn json(&self) -> &str {
+        &self.json
+    }
+
+    /// The structured content escaped as the inside of a JSON string (no quotes around).
+    pub fn escaped(&self) -> &str {
+        &self.escaped
+    }
+}
+
+/// The output whose structured content is `value`.
 ///
 /// # Errors
 /// `Internal` when `value` does not serialize (a handler built a value JSON cannot hold).
-pub fn structured<T: Serialize + ?Sized>(value: &T) -> Result<Reply, DomainError> {
-    let json = serde_json::to_string(value)
-        .map_err(|e| DomainError::internal("a tool result does not serialize", Some(e.into())))?;
+pub fn structured<T: Serialize + ?Sized>(value: &T) -> Result<ToolOutput, DomainError> {
+    let json = serde_json::to_string(value).map_err(unserializable)?;
     structured_json(json)
 }
 
@@ -22,12 +41,13 @@ pub fn structured<T: Serialize + ?Sized>(value: &T) -> Result<Reply, DomainError
 ///
 /// # Errors
 /// `Internal` when the text cannot be escaped (it can: this never fails in practice).
-pub fn structured_json(json: String) -> Result<Reply, DomainError> {
-    let escaped = escaped(&json)
-        .map_err(|e| DomainError::internal("a tool result does not serialize", Some(e.into())))?;
-    let mut result = StructuredText::with_capacity(json.len());
-    result.push(&json, &escaped);
-    Ok(result.into_reply())
+pub fn structured_json(json: String) -> Result<ToolOutput, DomainError> {
+    let escaped = escaped(&json).map_err(unserializable)?;
+    Ok(ToolOutput { json, escaped })
+}
+
+fn unserializable(e: serde_json::Error) -> DomainError {
+    DomainError::internal("a tool result does not serialize", Some(e.into()))
 }
 
 /// `text` escaped as the inside of a JSON string (without the quotes around it).
@@ -35,42 +55,30 @@ pub fn structured_json(json: String) -> Result<Reply, DomainError> {
 /// # Errors
 /// Never in practice: serde_json refuses nothing a `&str` can hold.
 pub fn escaped(text: &str) -> Result<String, serde_json::Error> {
-    // The quotes trimmed in place: every tool result but `list_skills` comes through
-    // here, and a second string would cost an allocation besides the copy (trimming the
-    // front shifts the text by a byte, within the string).
+    // The quotes trimmed in place, which spares a second string.
     let mut quoted = serde_json::to_string(text)?;
     quoted.pop();
     quoted.remove(0);
     Ok(quoted)
 }
 
-/// A successful `CallToolResult` whose JSON is written piece by piece, each piece with its
-/// escaped form beside it (for the `content` text), so pieces escaped once (a skill's
-/// listing entry) are copied, never escaped again.
-pub struct StructuredText {
-    json: String,
-    text: String,
-}
+/// An output written piece by piece, each piece with its escaped form beside it, so a
+/// piece escaped once (a skill's listing entry) is copied, never escaped again.
+pub struct OutputBuilder(ToolOutput);
 
-impl StructuredText {
-    const TEXT_OPEN: &str = r#"{"content":[{"type":"text","text":""#;
-    const JSON_OPEN: &str = r#""}],"structuredContent":"#;
-    const CLOSE: &str = r#","isError":false}"#;
-
-    /// Room for a JSON text of about `len` bytes.
-    pub fn with_capacity(len: usize) -> StructuredText {
-        let mut text = String::with_capacity(Self::TEXT_OPEN.len() + 2 * len + 2 * 96);
-        text.push_str(Self::TEXT_OPEN);
-        StructuredText {
-            json: String::with_capacity(len + Self::CLOSE.len()),
-            text,
-        }
+impl OutputBuilder {
+    /// Room for structured content of about `len` bytes.
+    pub fn with_capacity(len: usize) -> OutputBuilder {
+        OutputBuilder(ToolOutput {
+            json: String::with_capacity(len),
+            escaped: String::with_capacity(len + len / 8 + 16),
+        })
     }
 
     /// Appends `json`, whose escaped form (as by [`escaped`]) is `escaped`.
     pub fn push(&mut self, json: &str, escaped: &str) {
-        self.json.push_str(json);
-        self.text.push_str(escaped);
+        self.0.json.push_str(json);
+        self.0.escaped.push_str(escaped);
     }
 
     /// Appends JSON punctuation and names that need no escaping (no `"`, `\` or control
@@ -83,22 +91,10 @@ impl StructuredText {
         self.push(plain, plain);
     }
 
-    /// The result: `{"content":[{"type":"text","text":<escaped>}],"structuredContent":<json>,"isError":false}`.
-    pub fn into_reply(self) -> Reply {
-        let StructuredText { json, mut text } = self;
-        text.reserve(Self::JSON_OPEN.len() + json.len() + Self::CLOSE.len());
-        text.push_str(Self::JSON_OPEN);
-        text.push_str(&json);
-        text.push_str(Self::CLOSE);
-        Reply::Text(text)
+    /// The output.
+    pub fn finish(self) -> ToolOutput {
+        self.0
     }
-}
-
-/// The same result as a value, for the task paths that add to it (`tasks/result`'s
-/// `_meta`).
-pub fn structured_value(value: Value) -> Value {
-    let text = text_of(&value);
-    json!({ "content": [{"type": "text", "text": text}], "structuredContent": value, "isError": false })
 }
 
 /// A JSON document produced by an adapter, back as a value.
@@ -112,5 +108,6 @@ pub fn json_value(text: &JsonText) -> Result<Value, DomainError> {
 
 /// A value as opaque JSON text for a port.
 pub fn json_text(value: &Value) -> JsonText {
-    JsonText::from_serialized(text_of(value))
+    // A `Value` always serializes: its keys are strings.
+    JsonText::from_serialized(serde_json::to_string(value).unwrap_or_default())
 }

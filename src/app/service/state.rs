@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use crate::app::edge::session::Session;
+use crate::app::service::caller::Caller;
 use crate::app::service::identity::Identity;
 use crate::app::service::settings::Settings;
 use crate::app::service::tasks::runner::TaskRunner;
@@ -34,7 +34,7 @@ impl App {
             settings.max_tasks_per_tenant,
             settings.max_cuo_children,
         );
-        let registry = Registry::build(settings.tool_names);
+        let registry = Registry::build();
         App(Arc::new(Inner {
             ports,
             settings,
@@ -86,8 +86,11 @@ impl App {
 
     /// The principal of a request: verified by the transport (HTTP), or from the stdio
     /// token source.
-    pub(crate) async fn principal(&self, session: &Session) -> Result<Principal, DomainError> {
-        match session.principal() {
+    ///
+    /// # Errors
+    /// `authz_denied` when the stdio token is missing, unreadable or does not verify.
+    pub async fn principal(&self, caller: &dyn Caller) -> Result<Principal, DomainError> {
+        match caller.principal() {
             Some(p) => Ok(p.clone()),
             None => self.identity().stdio_principal().await,
         }

@@ -174,12 +174,7 @@ mod tests {
         assert_eq!(state(" , "), None);
         let p = Parent::from_headers(Some(TP), Some("rojo=1")).unwrap();
         assert_eq!(p.state.as_deref(), Some("rojo=1"));
-        let call = CallSpan::start(
-            Some(&p),
-            &crate::app::edge::rpc::RequestId::Int(1),
-            "pipe",
-            None,
-        );
+        let call = CallSpan::start(Some(&p), || "1".into(), "pipe", None);
         assert_eq!(call.tracestate().as_deref(), Some("rojo=1"));
     }
 

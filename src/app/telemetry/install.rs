@@ -50,8 +50,11 @@ pub fn metrics(config: &Config, scrape: bool) -> Result<Option<Meters>, ConfigEr
     Ok(Some(meters))
 }
 
+/// Renders the metrics in the Prometheus text exposition format.
+pub type Render = Arc<dyn Fn() -> Result<String, String> + Send + Sync>;
+
 /// What `GET /metrics` serves, when [`metrics`] set up a scrape.
-pub fn scrape(meters: Option<&Meters>) -> Option<crate::app::edge::http::Render> {
+pub fn scrape(meters: Option<&Meters>) -> Option<Render> {
     let scrape = meters?.scrape()?;
     Some(Arc::new(move || scrape.render()))
 }

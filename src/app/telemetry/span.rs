@@ -12,11 +12,10 @@ use super::context::Parent;
 use super::metrics;
 use super::outcome::Outcome;
 use super::timed::{Kind, TARGET, Timed, UNEXPORTED, exporting, otel_records};
-use crate::app::edge::rpc::{PROTOCOL_VERSION, RequestId};
 use crate::app::telemetry::ids::{new_span_id, new_trace_id, request_trace};
 use crate::domain::ids::{hex_lower, write_hex};
 use crate::domain::task::Task;
-use crate::domain::{CallCtx, TenantId, Tool, TraceId};
+use crate::domain::{CallCtx, PROTOCOL_VERSION, TenantId, Tool, TraceId};
 
 /// A span of [`TARGET`] when export is open, else of a target the OTel layer ignores.
 macro_rules! gated_span {
@@ -50,12 +49,13 @@ pub struct CallSpan {
 }
 
 impl CallSpan {
-    /// Opens the span, continuing `parent`'s trace when there is one. `request_id` is the
-    /// JSON-RPC id; `transport` is `pipe` (stdio) or `tcp` (HTTP); `tenant` is the
-    /// caller's when the transport verified it already (HTTP).
+    /// Opens the span, continuing `parent`'s trace when there is one. `request_id` gives
+    /// the JSON-RPC id as text (asked for only when the span is exported); `transport` is
+    /// `pipe` (stdio) or `tcp` (HTTP); `tenant` is the caller's when the transport verified
+    /// it already (HTTP).
     pub fn start(
         parent: Option<&Parent>,
-        request_id: &RequestId,
+        request_id: impl FnOnce() -> String,
         transport: &'static str,
         tenant: Option<TenantId>,
     ) -> CallSpan {
@@ -97,7 +97,7 @@ impl CallSpan {
                 KeyValue::new("rpc.system", "jsonrpc"),
                 KeyValue::new("mcp.method.name", "tools/call"),
                 KeyValue::new("mcp.protocol.version", PROTOCOL_VERSION),
-                KeyValue::new("jsonrpc.request.id", request_id.to_text()),
+                KeyValue::new("jsonrpc.request.id", request_id()),
                 KeyValue::new("gen_ai.operation.name", "execute_tool"),
                 KeyValue::new("network.transport", transport),
             ]
@@ -317,13 +317,13 @@ mod tests {
     #[test]
     fn without_an_otel_layer_a_call_continues_the_callers_trace() {
         let parent = parse_traceparent("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01");
-        let call = CallSpan::start(parent.as_ref(), &RequestId::Int(1), "pipe", None);
+        let call = CallSpan::start(parent.as_ref(), || "1".into(), "pipe", None);
         assert_eq!(
             call.trace_id().to_string(),
             "4bf92f3577b34da6a3ce929d0e0e4736"
         );
         assert_ne!(call.span_id(), parent.unwrap().span_id);
-        let fresh = CallSpan::start(None, &RequestId::Int(2), "pipe", None);
+        let fresh = CallSpan::start(None, || "2".into(), "pipe", None);
         assert_ne!(fresh.trace_id(), call.trace_id());
         assert!(call.sampled() && fresh.sampled());
     }
@@ -331,7 +331,7 @@ mod tests {
     #[test]
     fn a_callers_decision_not_to_sample_travels_on() {
         let parent = parse_traceparent("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00");
-        let call = CallSpan::start(parent.as_ref(), &RequestId::Int(1), "pipe", None);
+        let call = CallSpan::start(parent.as_ref(), || "1".into(), "pipe", None);
         assert!(!call.sampled());
         let ctx = CallCtx {
             tenant: TenantId::parse("00000000-0000-4000-8000-000000000001").unwrap(),

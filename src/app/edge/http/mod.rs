@@ -37,6 +37,6 @@ mod waits;
 pub use limits::{Limits, Rate};
 pub use origin::{OriginPattern, OriginPolicy};
 pub use router::{HttpSettings, Routes, router};
-pub use scrape::{Render, serve_metrics};
+pub use scrape::serve_metrics;
 pub use serve::{ServeError, serve};
 pub use session_id::SessionKey;

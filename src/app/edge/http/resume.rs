@@ -21,12 +21,12 @@ use super::shared::Shared;
 use super::sse;
 use super::waits::{Hold, Refused};
 use crate::app::edge::dispatch;
+use crate::app::edge::results::{task_result, tool_failure};
 use crate::app::edge::rpc::{
     INVALID_REQUEST, Method, Reply, Request, RpcError, TaskRef, TraceMeta,
 };
 use crate::app::edge::session::Session;
-use crate::app::service::call::tool_failure;
-use crate::app::service::tasks::{methods, task_result};
+use crate::app::service::tasks::methods;
 use crate::app::telemetry::ids::request_trace;
 use crate::domain::{DomainError, ErrorClass, Principal};
 

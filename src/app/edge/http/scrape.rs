@@ -3,7 +3,6 @@
 //! Origin and token rules (bind it where only the scraper reaches it).
 
 use std::net::SocketAddr;
-use std::sync::Arc;
 
 use axum::Router;
 use axum::body::Body;
@@ -16,9 +15,7 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use super::serve::accept;
-
-/// Renders the metrics in the Prometheus text exposition format.
-pub type Render = Arc<dyn Fn() -> Result<String, String> + Send + Sync>;
+use crate::app::telemetry::install::Render;
 
 /// The media type of the text exposition format.
 const TEXT_FORMAT: &str = "text/plain; version=0.0.4; charset=utf-8";

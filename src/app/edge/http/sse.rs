@@ -31,8 +31,9 @@ use super::reply;
 use super::resumable::Resumable;
 use super::shared::{LAST_CALL, Shared};
 use super::waits::Hold;
+use crate::app::edge::results::progress_notification;
 use crate::app::edge::rpc::RequestId;
-use crate::app::service::tasks::{TaskRunner, progress_notification};
+use crate::app::service::tasks::TaskRunner;
 use crate::domain::TaskId;
 
 /// How long a streamable request may run before it is answered as SSE: a quick answer

@@ -23,7 +23,7 @@ pub(super) fn refuse(
 ) -> Response {
     let call = req.and_then(|r| match &r.method {
         Method::ToolsCall(params) => {
-            let call = CallSpan::start(parent.as_ref(), &r.id, "tcp", None);
+            let call = CallSpan::start(parent.as_ref(), || r.id.to_text(), "tcp", None);
             if let Ok(params) = params {
                 call.tool(Tool::from_name(&params.name), &params.name);
             }

@@ -10,6 +10,7 @@ use serde_json::{Map, Value, json};
 use super::error::{INVALID_REQUEST, PARSE_ERROR, RpcError};
 use super::id::RequestId;
 use super::method::{CallParams, Method, Notice};
+use crate::app::service::output::ToolOutput;
 
 /// A request from the peer.
 #[derive(Debug)]
@@ -234,16 +235,16 @@ impl TraceMeta {
     }
 }
 
-/// A method's result: a value, or JSON text serialized already, once and reused
-/// (`tools/list`) or for this response (a tool's result).
+/// A method's result: a value, JSON text serialized once and shared (`tools/list`), or a
+/// tool's output, written into the frame as its `CallToolResult`.
 #[derive(Debug, Clone)]
 pub enum Reply {
     /// Serialized per response.
     Json(Value),
     /// Already serialized, shared between responses.
     Raw(std::sync::Arc<str>),
-    /// Already serialized for this response.
-    Text(String),
+    /// A tool's output.
+    Tool(ToolOutput),
 }
 
 impl From<Value> for Reply {
@@ -269,18 +270,31 @@ pub fn success(id: &RequestId, result: &Reply) -> String {
             })
         }
         // A result serialized before: copied behind the envelope.
-        Reply::Raw(text) => raw_success(id, text),
-        Reply::Text(text) => raw_success(id, text),
+        Reply::Raw(text) => raw_success(id, text.len(), |frame| frame.push_str(text)),
+        Reply::Tool(output) => raw_success(id, output.json().len() * 2, |frame| {
+            call_tool_result(output, frame)
+        }),
     }
 }
 
-/// A success frame around a result serialized already.
-fn raw_success(id: &RequestId, text: &str) -> String {
-    let mut frame = String::with_capacity(text.len() + 64);
+/// Appends the `CallToolResult` of a successful output: the structured content, and the
+/// same JSON as the text for clients that read only `content`.
+fn call_tool_result(output: &ToolOutput, out: &mut String) {
+    out.reserve(output.json().len() + output.escaped().len() + 96);
+    out.push_str(r#"{"content":[{"type":"text","text":""#);
+    out.push_str(output.escaped());
+    out.push_str(r#""}],"structuredContent":"#);
+    out.push_str(output.json());
+    out.push_str(r#","isError":false}"#);
+}
+
+/// A success frame around a result written by `write` (about `len` bytes).
+fn raw_success(id: &RequestId, len: usize, write: impl FnOnce(&mut String)) -> String {
+    let mut frame = String::with_capacity(len + 160);
     frame.push_str(r#"{"jsonrpc":"2.0","id":"#);
     id.write_json(&mut frame);
     frame.push_str(r#","result":"#);
-    frame.push_str(text);
+    write(&mut frame);
     frame.push('}');
     frame
 }

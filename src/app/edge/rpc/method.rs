@@ -7,8 +7,7 @@ use serde_json::{Map, Value};
 use super::id::RequestId;
 use crate::domain::confirm::Confirmation;
 
-/// The only protocol revision the bridge speaks.
-pub const PROTOCOL_VERSION: &str = "2025-11-25";
+pub use crate::domain::PROTOCOL_VERSION;
 
 /// RFC 5424 levels used by `logging/setLevel`, least severe first.
 pub const LOG_LEVELS: [&str; 8] = [

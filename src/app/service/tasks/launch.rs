@@ -1,16 +1,16 @@
-//! Starting a long-running tool as a task, and its two front doors (CONTRACT §3): with
-//! `params.task` a spec `CreateTaskResult`; without it, the seed's immediate handle, or
-//! with `--long-running wait` the final result.
+//! Starting a long-running tool as a task, and its three endings (CONTRACT §3): with
+//! `params.task` the created task; without it, the seed's immediate handle, or when the
+//! caller's plain calls wait (`--long-running wait`, or `auto` for a host that never polls),
+//! the ended task.
 
 use serde_json::json;
 
-use super::run::{ProgressTarget, Work};
+use super::run::Work;
 use super::runner::NewRun;
-use super::wire::{spec_task, task_result};
 use crate::app::App;
-use crate::app::edge::rpc::{CallParams, Reply};
-use crate::app::edge::session::Session;
+use crate::app::service::caller::Caller;
 use crate::app::service::output::structured;
+use crate::app::service::request::{CallOutcome, ToolCall};
 use crate::domain::task::{MAX_STORED_INPUT_BYTES, granted_ttl_ms, input_too_large};
 use crate::domain::{CallCtx, DomainError, JsonText, Timestamp, Tool};
 
@@ -18,30 +18,22 @@ use crate::domain::{CallCtx, DomainError, JsonText, Timestamp, Tool};
 /// instant: `timeout_s` after the task's creation.
 pub async fn launch(
     app: &App,
-    session: &Session,
+    caller: &dyn Caller,
     ctx: &CallCtx,
     tool: Tool,
-    call: &CallParams,
+    call: ToolCall<'_>,
     timeout_s: u64,
     work: impl FnOnce(Timestamp) -> Work,
-) -> Result<Reply, DomainError> {
+) -> Result<CallOutcome, DomainError> {
     let now = app.ports().clock.now();
     let timeout_at = now.plus_millis((timeout_s * 1000) as i64);
-    let ttl = granted_ttl_ms(call.requested_ttl());
+    let ttl = granted_ttl_ms(call.task.flatten());
     // Progress belongs to its request and stops when the request is answered: a task
     // call's request lives as long as the task, a waiting call's until the result; a
     // plain call answered with a handle gets none.
-    let waits = app.settings().plain_calls_wait(session.client_name());
+    let waits = app.settings().plain_calls_wait(caller.client_name());
     let answered_now = call.task.is_none() && !waits;
-    let progress = call
-        .meta
-        .get("progressToken")
-        .filter(|_| !answered_now)
-        .cloned()
-        .map(|token| ProgressTarget {
-            outbound: session.outbound(),
-            token,
-        });
+    let progress = call.progress.filter(|_| !answered_now);
     let input = call.arguments.to_string();
     if input.len() > MAX_STORED_INPUT_BYTES {
         return Err(input_too_large(input.len()));
@@ -59,29 +51,17 @@ pub async fn launch(
     // The run waits for `begin` to drop: once the answer below is on its way.
     let (task, begin) = app.runner().start(ctx.clone(), new).await?;
     if call.task.is_some() {
-        let handle = format!(
-            "Started {} as task {}; poll tasks/get and fetch the result with tasks/result.",
-            tool.listed_name(app.settings().tool_names),
-            task.id
-        );
-        let answer = json!({
-            "task": spec_task(&task),
-            "_meta": {"io.modelcontextprotocol/model-immediate-response": handle}
-        });
-        session.hold(begin);
-        return Ok(answer.into());
+        caller.hold(begin);
+        return Ok(CallOutcome::Task(task));
     }
-    match waits {
-        false => {
-            session.hold(begin);
-            structured(&json!({"task_id": task.id.to_string(), "status": "running"}))
-        }
-        true => {
-            // Named before the run begins, so the stream knows the task before any progress.
-            session.waits_for_task(task.id);
-            drop(begin);
-            let done = app.runner().wait_terminal(&task.tenant, task.id).await?;
-            task_result(&done).map(Reply::Json)
-        }
+    if !waits {
+        caller.hold(begin);
+        let handle = json!({"task_id": task.id.to_string(), "status": "running"});
+        return structured(&handle).map(CallOutcome::Output);
     }
+    // Named before the run begins, so the stream knows the task before any progress.
+    caller.waits_for_task(task.id);
+    drop(begin);
+    let done = app.runner().wait_terminal(&task.tenant, task.id).await?;
+    Ok(CallOutcome::Finished(done))
 }

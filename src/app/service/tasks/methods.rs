@@ -1,144 +1,74 @@
-//! `tasks/get`, `tasks/result`, `tasks/list` and `tasks/cancel` (CONTRACT §3, §6).
+//! What the `tasks/*` requests do (CONTRACT §3, §6): find a task, wait for its end, list a
+//! tenant's tasks, cancel one.
 //!
 //! A task id that does not parse, does not exist, or belongs to another tenant gets the
 //! identical "task not found" answer. Tasks are visible tenant-wide; acting on one needs
-//! the scope of the tool that created it. `{taskId}` params get the spec's shapes, `{id}`
-//! params the seed's. Identity is checked before the params, as for every task method.
+//! the scope of the tool that created it.
 
-use serde_json::{Value, json};
-
-use super::wire::{seed_task, spec_task, task_result};
 use crate::app::App;
-use crate::app::edge::rpc::{BadParams, INVALID_PARAMS, RpcError, TaskRef};
-use crate::app::edge::session::Session;
+use crate::app::service::caller::Caller;
 use crate::domain::task::{Task, TaskStatus};
-use crate::domain::{DomainError, Principal, TaskId, TraceId};
-use crate::ports::TaskOutcome;
+use crate::domain::{DomainError, Principal, TaskId};
+use crate::ports::{TaskOutcome, TaskPage};
 
-/// `tasks/get`.
-pub async fn get(
-    app: &App,
-    session: &Session,
-    params: &Result<TaskRef, BadParams>,
-    trace: TraceId,
-) -> Result<Value, RpcError> {
-    let (task, seed_shape) = load(app, session, params, trace).await?;
-    if seed_shape {
-        seed_task(&task).map_err(|e| RpcError::logged(&e, trace))
-    } else {
-        Ok(spec_task(&task))
-    }
-}
+/// Tasks listed at a time.
+const PAGE: u32 = 50;
 
-/// `tasks/cancel`.
-pub async fn cancel(
-    app: &App,
-    session: &Session,
-    params: &Result<TaskRef, BadParams>,
-    trace: TraceId,
-) -> Result<Value, RpcError> {
-    let fail = |e: DomainError| RpcError::logged(&e, trace);
-    let (task, seed_shape) = load(app, session, params, trace).await?;
-    let cancelled = stop(app, &task).await.map_err(fail)?;
-    if seed_shape {
-        seed_task(&cancelled).map_err(fail)
-    } else {
-        Ok(spec_task(&cancelled))
-    }
-}
-
-/// `tasks/result`: waits until the task is terminal, then answers what the original call
-/// would have, in the task's trace.
-pub async fn result(
-    app: &App,
-    session: &Session,
-    params: &Result<TaskRef, BadParams>,
-    trace: TraceId,
-) -> Result<Value, RpcError> {
-    let (task, _) = load(app, session, params, trace).await?;
-    session.waits_for_task(task.id);
-    let done = app
-        .runner()
-        .wait_terminal(&task.tenant, task.id)
-        .await
-        .map_err(|e| RpcError::logged(&e, trace))?;
-    let related = json!({"io.modelcontextprotocol/related-task": {"taskId": done.id.to_string()}});
-    match task_result(&done) {
-        Ok(mut result) => {
-            result["_meta"] = related;
-            Ok(result)
-        }
-        Err(e) => Err(RpcError::from_domain(&e, done.trace_id).with_data("_meta", related)),
-    }
-}
-
-/// `tasks/list`: one page of the tenant's tasks, without those of tools the caller may
-/// not use.
-pub async fn list(
-    app: &App,
-    session: &Session,
-    cursor: &Result<Option<String>, BadParams>,
-    trace: TraceId,
-) -> Result<Value, RpcError> {
-    let fail = |e: DomainError| RpcError::logged(&e, trace);
-    let principal = app.principal(session).await.map_err(fail)?;
-    let cursor = cursor.as_ref().map_err(|e| bad_params(e, trace))?;
-    let page = app
-        .ports()
-        .tasks
-        .list(&principal.tenant, cursor.as_deref(), 50)
-        .await
-        .map_err(fail)?;
-    let visible: Vec<Value> = page
-        .tasks
-        .iter()
-        .filter(|t| principal.has(t.tool.spec().scope))
-        .map(spec_task)
-        .collect();
-    let mut out = json!({ "tasks": visible });
-    if let Some(next) = page.next_cursor {
-        out["nextCursor"] = next.into();
-    }
-    Ok(out)
-}
-
-/// The caller's task named by `params`, if the caller may act on it; and whether the
-/// seed's shape was asked for.
-async fn load(
-    app: &App,
-    session: &Session,
-    params: &Result<TaskRef, BadParams>,
-    trace: TraceId,
-) -> Result<(Task, bool), RpcError> {
-    let fail = |e: DomainError| RpcError::logged(&e, trace);
-    let principal = app.principal(session).await.map_err(fail)?;
-    let task_ref = params.as_ref().map_err(|e| bad_params(e, trace))?;
-    let id = TaskId::parse(&task_ref.id).ok_or_else(|| fail(DomainError::task_not_found()))?;
-    let task = visible(app, &principal, id).await.map_err(fail)?;
-    Ok((task, task_ref.seed_shape))
-}
-
-/// `principal`'s task `id`, if it may act on it: another tenant's task is "not found".
+/// `principal`'s task named `id` (as sent), if it may act on it.
 ///
 /// # Errors
-/// "task not found", `authz_denied` for a missing scope, `upstream_unavailable`.
-pub async fn visible(app: &App, principal: &Principal, id: TaskId) -> Result<Task, DomainError> {
-    let task = app.ports().tasks.get(&principal.tenant, id).await?;
-    may_act_on(principal, &task)?;
-    Ok(task)
+/// "task not found" (also for an id that does not parse), `authz_denied` for a missing
+/// scope, `upstream_unavailable`.
+pub async fn get(app: &App, principal: &Principal, id: &str) -> Result<Task, DomainError> {
+    let id = TaskId::parse(id).ok_or_else(DomainError::task_not_found)?;
+    visible(app, principal, id).await
 }
 
-fn bad_params(e: &BadParams, trace: TraceId) -> RpcError {
-    RpcError::protocol(INVALID_PARAMS, e.message.clone(), e.hint, trace)
+/// Waits until `principal`'s task `id` is terminal and returns it.
+///
+/// # Errors
+/// As for [`get`].
+pub async fn result(
+    app: &App,
+    caller: &dyn Caller,
+    principal: &Principal,
+    id: &str,
+) -> Result<Task, DomainError> {
+    let task = get(app, principal, id).await?;
+    caller.waits_for_task(task.id);
+    app.runner().wait_terminal(&task.tenant, task.id).await
 }
 
-async fn stop(app: &App, task: &Task) -> Result<Task, DomainError> {
+/// One page of the tenant's tasks, without those of tools `principal` may not use.
+///
+/// # Errors
+/// `upstream_unavailable` when the store is down, `input_validation` for a bad cursor.
+pub async fn list(
+    app: &App,
+    principal: &Principal,
+    cursor: Option<&str>,
+) -> Result<TaskPage, DomainError> {
+    let mut page = app
+        .ports()
+        .tasks
+        .list(&principal.tenant, cursor, PAGE)
+        .await?;
+    page.tasks.retain(|t| principal.has(t.tool.spec().scope));
+    Ok(page)
+}
+
+/// Cancels `principal`'s task `id` and returns it, cancelled.
+///
+/// # Errors
+/// As for [`get`], and `input_validation` for a task that is already terminal.
+pub async fn cancel(app: &App, principal: &Principal, id: &str) -> Result<Task, DomainError> {
+    let task = get(app, principal, id).await?;
     // Only a running task may become cancelled; the store's conditional update settles a
     // race with the run's own outcome and with other cancels.
     let status = task
         .status
         .transition(TaskStatus::Cancelled)
-        .map_err(|_| already_terminal(task))?;
+        .map_err(|_| already_terminal(&task))?;
     let outcome = TaskOutcome {
         status,
         output: None,
@@ -157,6 +87,16 @@ async fn stop(app: &App, task: &Task) -> Result<Task, DomainError> {
     app.runner().stop_local(task.id).await;
     tracing::info!(task_id = %task.id, tenant = %task.tenant, "task cancelled");
     Ok(finished.task)
+}
+
+/// `principal`'s task `id`, if it may act on it: another tenant's task is "not found".
+///
+/// # Errors
+/// "task not found", `authz_denied` for a missing scope, `upstream_unavailable`.
+pub async fn visible(app: &App, principal: &Principal, id: TaskId) -> Result<Task, DomainError> {
+    let task = app.ports().tasks.get(&principal.tenant, id).await?;
+    may_act_on(principal, &task)?;
+    Ok(task)
 }
 
 fn already_terminal(task: &Task) -> DomainError {

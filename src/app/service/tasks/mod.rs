@@ -8,11 +8,9 @@ mod run;
 pub mod runner;
 mod slots;
 mod upkeep;
-mod wire;
 
 pub use launch::launch;
-pub use run::{ProgressTarget, Work, progress_notification};
+pub use run::Work;
 pub use runner::{
     DEFAULT_MAX_CUO_CHILDREN, DEFAULT_MAX_TASKS_PER_TENANT, LEASE, SHUTDOWN_GRACE, TaskRunner,
 };
-pub use wire::task_result;

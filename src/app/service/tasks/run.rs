@@ -6,19 +6,19 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Serialize;
-use serde_json::{Value, json};
+use serde_json::json;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::app::edge::rpc::notification;
+use crate::app::service::caller::{Progress, ProgressListener};
 use crate::app::telemetry::Outcome;
-use crate::domain::cuo::{Progress, WorkflowOutcome};
+use crate::domain::cuo::{self, WorkflowOutcome};
 use crate::domain::memory::NewAuditEntry;
 use crate::domain::task::{
     MAX_STORED_OUTPUT_BYTES, OVERDUE_GRACE_MS, Task, TaskFailure, TaskStatus, output_too_large,
     timed_out,
 };
-use crate::domain::{CallCtx, DomainError, ErrorClass, JsonText, TaskId, Tool};
+use crate::domain::{CallCtx, DomainError, ErrorClass, JsonText, Tool};
 use crate::ports::{Ports, ProgressEntry, ProgressSink, SkillRun, TaskOutcome, WorkflowRun};
 
 /// What a task runs.
@@ -29,15 +29,6 @@ pub enum Work {
     Skill(SkillRun),
 }
 
-/// Where progress of one run goes besides the store: the client, when it sent a
-/// `progressToken`.
-pub struct ProgressTarget {
-    /// Serialized notifications to the client.
-    pub outbound: mpsc::Sender<String>,
-    /// The client's token.
-    pub token: Value,
-}
-
 /// Runs `task` until it completes, passes its deadline or `stop` fires, and stores the
 /// outcome (a stopped run stores nothing: whoever stopped it wrote its status).
 pub(super) async fn run(
@@ -45,7 +36,7 @@ pub(super) async fn run(
     ctx: CallCtx,
     task: Task,
     work: Work,
-    progress: Option<ProgressTarget>,
+    progress: Progress,
     stop: CancellationToken,
 ) -> Outcome {
     let (tx, mut rx) = mpsc::unbounded_channel();
@@ -74,7 +65,7 @@ pub(super) async fn run(
             () = stop.cancelled() => break None,
             () = &mut deadline => break Some(Err(timeout_error(&task))),
             Some(p) = rx.recv() => {
-                report_new(ports, &task, &p, progress.as_ref(), &mut last_step).await;
+                report_new(ports, &task, &p, progress.as_deref(), &mut last_step).await;
             }
         }
     };
@@ -85,7 +76,7 @@ pub(super) async fn run(
     // resumed stream replays ends with the run's last step.
     if outcome.is_some() {
         while let Ok(p) = rx.try_recv() {
-            report_new(ports, &task, &p, progress.as_ref(), &mut last_step).await;
+            report_new(ports, &task, &p, progress.as_deref(), &mut last_step).await;
         }
     }
     let Some(result) = outcome else {
@@ -160,8 +151,8 @@ fn workflow_output(outcome: &WorkflowOutcome) -> JsonText {
 async fn report_new(
     ports: &Ports,
     task: &Task,
-    p: &Progress,
-    target: Option<&ProgressTarget>,
+    p: &cuo::Progress,
+    target: Option<&dyn ProgressListener>,
     last_step: &mut u64,
 ) {
     if p.step > *last_step {
@@ -170,7 +161,12 @@ async fn report_new(
     }
 }
 
-async fn report(ports: &Ports, task: &Task, p: &Progress, target: Option<&ProgressTarget>) {
+async fn report(
+    ports: &Ports,
+    task: &Task,
+    p: &cuo::Progress,
+    target: Option<&dyn ProgressListener>,
+) {
     let entry = ProgressEntry {
         seq: p.step,
         total: p.total,
@@ -188,23 +184,8 @@ async fn report(ports: &Ports, task: &Task, p: &Progress, target: Option<&Progre
         tracing::warn!(task_id = %task.id, "cannot record progress: {e}");
     }
     if let Some(target) = target {
-        let _ = target
-            .outbound
-            .try_send(progress_notification(task.id, &target.token, &entry));
+        target.progress(task.id, &entry);
     }
-}
-
-/// `notifications/progress` for one entry of a task's progress: the same frame live and
-/// when a resumed stream replays the log.
-pub fn progress_notification(task: TaskId, token: &Value, entry: &ProgressEntry) -> String {
-    let mut params = json!({
-        "progressToken": token, "progress": entry.seq, "message": entry.message,
-        "_meta": {"io.modelcontextprotocol/related-task": {"taskId": task.to_string()}}
-    });
-    if let Some(total) = entry.total {
-        params["total"] = total.into();
-    }
-    notification("notifications/progress", params)
 }
 
 /// Appends the seed's `plugin.invoked` row for a finished workflow. The task's outcome
@@ -329,10 +310,10 @@ fn unstorable() -> TaskFailure {
     }
 }
 
-struct ChannelSink(mpsc::UnboundedSender<Progress>);
+struct ChannelSink(mpsc::UnboundedSender<cuo::Progress>);
 
 impl ProgressSink for ChannelSink {
-    fn report(&self, progress: Progress) {
+    fn report(&self, progress: cuo::Progress) {
         let _ = self.0.send(progress);
     }
 }
@@ -359,6 +340,7 @@ fn failure_of(e: &DomainError) -> TaskFailure {
 mod tests {
     use super::*;
     use crate::domain::cuo::Artifact;
+    use serde_json::Value;
 
     #[test]
     fn a_workflow_outcome_is_serialized_in_the_tools_output_shape() {

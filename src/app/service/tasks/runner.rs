@@ -18,9 +18,9 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::Instrument;
 
-use super::run::{ProgressTarget, Work, run, store_outcome};
+use super::run::{Work, run, store_outcome};
 use super::slots::{Full, Slots};
-use crate::app::edge::session::Begin;
+use crate::app::service::caller::{Begin, Progress};
 use crate::app::telemetry::{Outcome, TaskSpan};
 use crate::domain::task::{Task, TaskStatus, orphaned, panicked};
 use crate::domain::{CallCtx, DomainError, JsonText, TaskId, TenantId, Timestamp, Tool, Upstream};
@@ -52,8 +52,8 @@ pub struct NewRun {
     pub timeout_at: Timestamp,
     /// When the stored task may be deleted.
     pub expires_at: Timestamp,
-    /// The client's progress token, if it sent one.
-    pub progress: Option<ProgressTarget>,
+    /// Where the run's progress goes besides the store.
+    pub progress: Progress,
     /// How many tasks the tenant may have stored, this one included.
     pub max_stored: u32,
 }

@@ -4,8 +4,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::app::App;
-use crate::app::edge::rpc::Reply;
-use crate::app::service::output::{json_value, structured};
+use crate::app::service::output::{ToolOutput, json_value, structured};
 use crate::domain::{CallCtx, DomainError};
 
 #[derive(Deserialize)]
@@ -24,7 +23,7 @@ pub(in crate::app::service) struct RouteArgs {
 pub(in crate::app::service) async fn list_personas(
     app: &App,
     ctx: &CallCtx,
-) -> Result<Reply, DomainError> {
+) -> Result<ToolOutput, DomainError> {
     let personas = app.ports().cuo.list_personas(ctx).await?;
     let personas: Vec<Value> = personas
         .into_iter()
@@ -42,7 +41,7 @@ pub(in crate::app::service) async fn list_workflows(
     app: &App,
     ctx: &CallCtx,
     args: ListWorkflowsArgs,
-) -> Result<Reply, DomainError> {
+) -> Result<ToolOutput, DomainError> {
     let workflows = app
         .ports()
         .cuo
@@ -64,7 +63,7 @@ pub(in crate::app::service) async fn route(
     app: &App,
     ctx: &CallCtx,
     args: RouteArgs,
-) -> Result<Reply, DomainError> {
+) -> Result<ToolOutput, DomainError> {
     let route = app
         .ports()
         .cuo

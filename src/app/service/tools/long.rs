@@ -4,9 +4,9 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use crate::app::App;
-use crate::app::edge::rpc::{CallParams, Reply};
-use crate::app::edge::session::Session;
+use crate::app::service::caller::Caller;
 use crate::app::service::output::json_text;
+use crate::app::service::request::{CallOutcome, ToolCall};
 use crate::app::service::tasks::{Work, launch};
 use crate::app::service::tools::registry::violation;
 use crate::domain::task::DEFAULT_TIMEOUT_S;
@@ -34,11 +34,11 @@ pub(in crate::app::service) struct InvokeSkillArgs {
 
 pub(in crate::app::service) async fn execute_workflow(
     app: &App,
-    session: &Session,
+    caller: &dyn Caller,
     ctx: &CallCtx,
-    call: &CallParams,
+    call: ToolCall<'_>,
     args: ExecuteWorkflowArgs,
-) -> Result<Reply, DomainError> {
+) -> Result<CallOutcome, DomainError> {
     let inputs = Value::Object(args.inputs);
     check_workflow(app, ctx, &args.persona, &args.workflow, &inputs).await?;
     let timeout_s = args.timeout_s.unwrap_or(DEFAULT_TIMEOUT_S);
@@ -54,7 +54,7 @@ pub(in crate::app::service) async fn execute_workflow(
     };
     launch(
         app,
-        session,
+        caller,
         ctx,
         Tool::ExecuteWorkflow,
         call,
@@ -66,11 +66,11 @@ pub(in crate::app::service) async fn execute_workflow(
 
 pub(in crate::app::service) async fn invoke_skill(
     app: &App,
-    session: &Session,
+    caller: &dyn Caller,
     ctx: &CallCtx,
-    call: &CallParams,
+    call: ToolCall<'_>,
     args: InvokeSkillArgs,
-) -> Result<Reply, DomainError> {
+) -> Result<CallOutcome, DomainError> {
     let Some(skill) = app.ports().skills.get(&args.skill).await? else {
         return Err(DomainError::invalid_at("unknown skill", "/skill")
             .with_hint("List the available skills with cyberos.skill.list_skills."));
@@ -84,7 +84,7 @@ pub(in crate::app::service) async fn invoke_skill(
             deadline,
         })
     };
-    launch(app, session, ctx, Tool::InvokeSkill, call, timeout_s, work).await
+    launch(app, caller, ctx, Tool::InvokeSkill, call, timeout_s, work).await
 }
 
 /// The workflow exists for the persona and `inputs` match its `input_schema`: checked

@@ -4,8 +4,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use crate::app::App;
-use crate::app::edge::rpc::Reply;
-use crate::app::service::output::{json_text, json_value, structured};
+use crate::app::service::output::{ToolOutput, json_text, json_value, structured};
 use crate::domain::memory::{AuditEntry, AuditQuery, NewAuditEntry};
 use crate::domain::{CallCtx, DomainError, Timestamp};
 use crate::support::random::random_bytes;
@@ -32,7 +31,7 @@ pub(in crate::app::service) async fn append_audit(
     app: &App,
     ctx: &CallCtx,
     args: AppendAuditArgs,
-) -> Result<Reply, DomainError> {
+) -> Result<ToolOutput, DomainError> {
     let entry = NewAuditEntry {
         kind: args.kind,
         subject: args.subject,
@@ -53,7 +52,7 @@ pub(in crate::app::service) async fn read_audit(
     app: &App,
     ctx: &CallCtx,
     args: ReadAuditArgs,
-) -> Result<Reply, DomainError> {
+) -> Result<ToolOutput, DomainError> {
     let memory = &app.ports().memory;
     if let Some(id) = args.audit_id {
         let entry = memory.get(ctx, &id).await?;

@@ -1,24 +1,19 @@
-//! The compiled tool catalogue: one argument validator per tool, built once, and the
-//! `tools/list` result serialized once.
+//! The tools' input schemas, each compiled once into an argument validator.
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::domain::text::clip;
-use crate::domain::{DomainError, Tool, ToolNaming, ToolSpec, respell};
+use crate::domain::{DomainError, Tool};
 
-/// The compiled tool catalogue: one argument validator per tool, built once, and the
-/// `tools/list` result.
+/// One compiled argument validator per tool.
 pub struct Registry {
     validators: Vec<jsonschema::Validator>,
-    listing: Value,
-    listing_text: std::sync::Arc<str>,
 }
 
 impl Registry {
     /// Compiles every schema. Remote `$ref` resolution is compiled out of `jsonschema`
-    /// (no default features), so a schema can never make the bridge fetch anything. The
-    /// listing names tools, in names and texts alike, as `naming` spells them.
-    pub fn build(naming: ToolNaming) -> Registry {
+    /// (no default features), so a schema can never make the bridge fetch anything.
+    pub fn build() -> Registry {
         let validators = Tool::ALL
             .iter()
             .map(|tool| {
@@ -30,25 +25,7 @@ impl Registry {
                     .expect("every bundled input schema compiles")
             })
             .collect();
-        let canonical =
-            json!({ "tools": Tool::ALL.iter().map(|t| tool_json(t.spec())).collect::<Vec<_>>() });
-        let listing_text: std::sync::Arc<str> = respell(&canonical.to_string(), naming).into();
-        let listing = serde_json::from_str(&listing_text).expect("a respelled listing is JSON");
-        Registry {
-            validators,
-            listing,
-            listing_text,
-        }
-    }
-
-    /// The `tools/list` result.
-    pub fn listing(&self) -> &Value {
-        &self.listing
-    }
-
-    /// The `tools/list` result, serialized once.
-    pub fn listing_text(&self) -> std::sync::Arc<str> {
-        std::sync::Arc::clone(&self.listing_text)
+        Registry { validators }
     }
 
     /// Checks arguments against the tool's schema; the first violation is reported with
@@ -114,33 +91,7 @@ fn escape(segment: &str) -> String {
     segment.replace('~', "~0").replace('/', "~1")
 }
 
-fn schema_value(text: &str) -> Value {
+/// A bundled schema as a value.
+pub(crate) fn schema_value(text: &str) -> Value {
     serde_json::from_str(text).expect("bundled schemas are valid JSON")
-}
-
-fn tool_json(spec: &ToolSpec) -> Value {
-    let e = spec.effects;
-    let mut tool = json!({
-        "name": spec.name.as_str(),
-        "title": spec.title,
-        "description": spec.description,
-        "inputSchema": schema_value(spec.input_schema),
-        "annotations": {
-            "title": spec.title,
-            "readOnlyHint": e.read_only(),
-            "destructiveHint": e.destructive,
-            "idempotentHint": e.idempotent,
-            "openWorldHint": e.open_world,
-            // The seed's keys, derived from the same effects value.
-            "destructive": e.destructive,
-            "write": e.write,
-            "external_effect": e.external_effect
-        },
-        "execution": {"taskSupport": spec.task_support.as_str()},
-        "_meta": {"com.cyberos/required_scope": spec.scope.as_str()}
-    });
-    if let Some(out) = spec.output_schema {
-        tool["outputSchema"] = schema_value(out);
-    }
-    tool
 }

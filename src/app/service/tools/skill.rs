@@ -6,8 +6,7 @@ use serde::Deserialize;
 
 use super::skill_entries::{Entry, SkillEntries};
 use crate::app::App;
-use crate::app::edge::rpc::Reply;
-use crate::app::service::output::StructuredText;
+use crate::app::service::output::{OutputBuilder, ToolOutput};
 use crate::domain::DomainError;
 use crate::domain::skill::Skill;
 
@@ -21,7 +20,7 @@ pub(in crate::app::service) struct ListSkillsArgs {
 pub(in crate::app::service) async fn list_skills(
     app: &App,
     args: ListSkillsArgs,
-) -> Result<Reply, DomainError> {
+) -> Result<ToolOutput, DomainError> {
     let query = args.query.as_deref().filter(|q| !q.trim().is_empty());
     let skills = app
         .ports()
@@ -33,10 +32,10 @@ pub(in crate::app::service) async fn list_skills(
 
 /// `{"skills":[{"name":…,"description":…,"input_schema":…},…]}` as a tool result, each
 /// entry rendered once per skill ([`SkillEntries`]).
-fn listing(entries: &SkillEntries, skills: &[Arc<Skill>]) -> Reply {
+fn listing(entries: &SkillEntries, skills: &[Arc<Skill>]) -> ToolOutput {
     let rendered: Vec<Arc<Entry>> = skills.iter().map(|s| entries.of(s)).collect();
     let size = rendered.iter().map(|e| e.json().len() + 1).sum::<usize>() + 16;
-    let mut result = StructuredText::with_capacity(size);
+    let mut result = OutputBuilder::with_capacity(size);
     result.push(r#"{"skills":["#, r#"{\"skills\":["#);
     for (i, entry) in rendered.iter().enumerate() {
         if i > 0 {
@@ -45,7 +44,7 @@ fn listing(entries: &SkillEntries, skills: &[Arc<Skill>]) -> Reply {
         result.push(entry.json(), entry.escaped());
     }
     result.push_plain("]}");
-    result.into_reply()
+    result.finish()
 }
 
 #[cfg(test)]
@@ -65,20 +64,14 @@ mod tests {
         })
     }
 
-    /// The result's `structuredContent`, after checking that its text is the same JSON.
-    fn structured(reply: &Reply) -> Value {
-        let Reply::Text(text) = reply else {
-            panic!("a listing is serialized text")
-        };
-        let result: Value = serde_json::from_str(text).unwrap();
-        let shown: Value =
-            serde_json::from_str(result["content"][0]["text"].as_str().unwrap()).unwrap();
-        assert_eq!(
-            shown, result["structuredContent"],
-            "the text is the same JSON"
-        );
-        assert_eq!(result["isError"], false);
-        result["structuredContent"].clone()
+    /// The output's structured content, after checking that its escaped text is the
+    /// same JSON.
+    fn structured(output: &ToolOutput) -> Value {
+        let json: Value = serde_json::from_str(output.json()).unwrap();
+        let text: String = serde_json::from_str(&format!("\"{}\"", output.escaped())).unwrap();
+        let shown: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(shown, json, "the text is the same JSON");
+        json
     }
 
     #[test]

@@ -97,7 +97,6 @@ fn success_frames_carry_the_id_as_sent_around_either_kind_of_result() {
         for reply in [
             Reply::Json(result.clone()),
             Reply::Raw(result.to_string().into()),
-            Reply::Text(result.to_string()),
         ] {
             let frame: Value = serde_json::from_str(&success(&id, &reply)).unwrap();
             assert_eq!(
@@ -105,5 +104,16 @@ fn success_frames_carry_the_id_as_sent_around_either_kind_of_result() {
                 json!({"jsonrpc": "2.0", "id": id.to_value(), "result": result})
             );
         }
+        let output = crate::app::service::output::structured(&result).unwrap();
+        let frame: Value = serde_json::from_str(&success(&id, &Reply::Tool(output))).unwrap();
+        let text = result.to_string();
+        assert_eq!(
+            frame,
+            json!({"jsonrpc": "2.0", "id": id.to_value(), "result": {
+                "content": [{"type": "text", "text": text}],
+                "structuredContent": result,
+                "isError": false
+            }})
+        );
     }
 }
