@@ -62,15 +62,35 @@ fn commit() {
         .ok()
         .filter(|c| !c.trim().is_empty())
         .or_else(|| git(&["rev-parse", "--short=12", "HEAD"]));
-    // Rebuild when HEAD moves: HEAD itself (a branch switch) and the branch it names.
-    if let Some(dir) = git(&["rev-parse", "--git-dir"]) {
-        println!("cargo:rerun-if-changed={dir}/HEAD");
-        if let Some(head) = git(&["symbolic-ref", "-q", "HEAD"]) {
-            let common = git(&["rev-parse", "--git-common-dir"]).unwrap_or(dir);
-            println!("cargo:rerun-if-changed={common}/{head}");
-            println!("cargo:rerun-if-changed={common}/packed-refs");
+    // Rebuild when HEAD moves: HEAD itself (a branch switch) and the branch it names, kept
+    // as a loose ref or in packed-refs. Only paths that exist are named: cargo reruns the
+    // script on every build for a path that does not. Where the ref is not loose, its
+    // folder is watched, so the loose ref a commit writes is seen.
+    let Some(dir) = git(&["rev-parse", "--git-dir"]) else {
+        return emit(commit);
+    };
+    watch(Path::new(&dir).join("HEAD"));
+    if let Some(head) = git(&["symbolic-ref", "-q", "HEAD"]) {
+        let common = PathBuf::from(git(&["rev-parse", "--git-common-dir"]).unwrap_or(dir));
+        let loose = common.join(&head);
+        if loose.exists() {
+            watch(loose);
+        } else if let Some(folder) = loose.parent() {
+            watch(folder.to_path_buf());
         }
+        watch(common.join("packed-refs"));
     }
+    emit(commit);
+}
+
+/// Reruns the script when `path` changes, if it exists.
+fn watch(path: PathBuf) {
+    if path.exists() {
+        println!("cargo:rerun-if-changed={}", path.display());
+    }
+}
+
+fn emit(commit: Option<String>) {
     println!(
         "cargo:rustc-env=CYBEROS_COMMIT={}",
         commit.as_deref().unwrap_or("unknown")

@@ -5,6 +5,8 @@
 
 use std::fmt;
 
+use data_encoding::{HEXLOWER, HEXLOWER_PERMISSIVE};
+
 /// A W3C / OpenTelemetry trace id: 16 bytes, written as 32 lowercase hex digits.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct TraceId([u8; 16]);
@@ -44,27 +46,18 @@ impl fmt::Display for TraceId {
     }
 }
 
-const DIGITS: &[u8; 16] = b"0123456789abcdef";
-
-/// Lowercase hex of `bytes`.
+/// Lowercase hex of `bytes`: the one hex encoding of the crate's ids, keys and digests.
 pub fn hex_lower(bytes: &[u8]) -> String {
-    let mut out = String::with_capacity(bytes.len() * 2);
-    // Writing to a `String` cannot fail.
-    let _ = write_hex(&mut out, bytes);
-    out
+    HEXLOWER.encode(bytes)
 }
 
-/// Lowercase hex of `bytes` written to `f` from the stack, in pieces of up to 16 bytes:
-/// ids are formatted into every log line of a call, which should not allocate for them.
+/// Lowercase hex of `bytes` written to `f` without allocating: ids are formatted into
+/// every log line of a call.
 pub fn write_hex(f: &mut impl fmt::Write, bytes: &[u8]) -> fmt::Result {
     for chunk in bytes.chunks(16) {
         let mut text = [0u8; 32];
-        for (pair, b) in text.chunks_exact_mut(2).zip(chunk) {
-            pair[0] = DIGITS[usize::from(b >> 4)];
-            pair[1] = DIGITS[usize::from(b & 0xf)];
-        }
-        // Hex digits are ASCII.
-        f.write_str(std::str::from_utf8(&text[..2 * chunk.len()]).map_err(|_| fmt::Error)?)?;
+        let text = &mut text[..HEXLOWER.encode_len(chunk.len())];
+        f.write_str(HEXLOWER.encode_mut_str(chunk, text))?;
     }
     Ok(())
 }
@@ -81,11 +74,7 @@ fn parse_hex<const N: usize>(s: &str) -> Option<[u8; N]> {
         return None;
     }
     let mut out = [0u8; N];
-    for (i, pair) in s.chunks_exact(2).enumerate() {
-        let hi = (pair[0] as char).to_digit(16)?;
-        let lo = (pair[1] as char).to_digit(16)?;
-        out[i] = (hi * 16 + lo) as u8;
-    }
+    HEXLOWER_PERMISSIVE.decode_mut(s, &mut out).ok()?;
     Some(out)
 }
 

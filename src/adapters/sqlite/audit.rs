@@ -36,11 +36,8 @@ fn decode_cursor(cursor: &str) -> Option<i64> {
 }
 
 fn new_audit_id() -> String {
-    let mut bytes = [0u8; 16];
-    getrandom::fill(&mut bytes)
-        .expect("the operating system's random number generator is unavailable");
-    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-    format!("aud_{hex}")
+    let bytes = crate::support::random::random_bytes::<16>();
+    format!("aud_{}", crate::domain::ids::hex_lower(&bytes))
 }
 
 fn entry_of(row: &sqlx::sqlite::SqliteRow) -> Result<AuditEntry, DomainError> {

@@ -19,10 +19,7 @@ const ASK_WAIT: Duration = Duration::from_secs(300);
 /// Hex SHA-256 of the RFC 8785 canonical JSON of `args`: what a confirmation token binds.
 pub fn args_sha256(args: &Value) -> String {
     let canonical = serde_json_canonicalizer::to_string(args).unwrap_or_default();
-    Sha256::digest(canonical.as_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    crate::domain::ids::hex_lower(&Sha256::digest(canonical.as_bytes()))
 }
 
 /// The confirmation of a call, or `AuthzDenied` when it needs one and has none.

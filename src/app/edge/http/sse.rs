@@ -35,6 +35,7 @@ use crate::app::edge::results::progress_notification;
 use crate::app::edge::rpc::RequestId;
 use crate::app::service::tasks::TaskRunner;
 use crate::domain::TaskId;
+use crate::domain::ids::hex_lower;
 
 /// How long a streamable request may run before it is answered as SSE: a quick answer
 /// (or a quick refusal, which needs its HTTP status) comes back as plain JSON.
@@ -93,7 +94,7 @@ pub(super) fn stream(s: &Shared, feed: Feed, first: Option<String>, id: RequestI
     let (events, mut body) = mpsc::channel::<Bytes>(16);
     let stream = Stream {
         events,
-        name: hex(&crate::support::random::random_bytes::<8>()),
+        name: hex_lower(&crate::support::random::random_bytes::<8>()),
         next: 0,
         resumable,
     };
@@ -349,8 +350,4 @@ async fn pump(
             () = stream.events.closed() => return,
         }
     }
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }

@@ -22,6 +22,7 @@ use super::run::{Work, run, store_outcome};
 use super::slots::{Full, Slots};
 use crate::app::service::caller::{Begin, Progress};
 use crate::app::telemetry::{Outcome, TaskSpan};
+use crate::domain::ids::hex_lower;
 use crate::domain::task::{Task, TaskStatus, orphaned, panicked};
 use crate::domain::{CallCtx, DomainError, JsonText, TaskId, TenantId, Timestamp, Tool, Upstream};
 use crate::ports::{NewTask, Ports, TaskOutcome};
@@ -79,10 +80,7 @@ impl TaskRunner {
     /// A runner for a new instance (its owner id is random) that runs at most
     /// `max_per_tenant` tasks of one tenant, and `max_children` tasks in all, at a time.
     pub fn new(ports: Ports, max_per_tenant: usize, max_children: usize) -> Arc<TaskRunner> {
-        let owner: String = random_bytes::<8>()
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect();
+        let owner = hex_lower(&random_bytes::<8>());
         Arc::new(TaskRunner {
             owner: format!("bridge-{owner}"),
             slots: Slots::new(max_per_tenant, max_children),

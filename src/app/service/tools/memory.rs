@@ -38,10 +38,7 @@ pub(in crate::app::service) async fn append_audit(
         body: json_text(&Value::Object(args.body)),
     };
     // One key per tool call: the adapter's own retries reuse it, so they never write twice.
-    let key: String = random_bytes::<16>()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
+    let key = crate::domain::ids::hex_lower(&random_bytes::<16>());
     let receipt = app.ports().memory.append(ctx, &entry, &key).await?;
     structured(
         &json!({ "audit_id": receipt.audit_id, "recorded_at": receipt.recorded_at.to_rfc3339() }),
