@@ -17,19 +17,28 @@ use crate::app::config::{Config, ConfigError};
 use crate::app::keys::dev::{DEV_ISSUER, DevKey};
 use crate::app::service::identity::{Identity, LOCAL_TENANT, StdioToken};
 use crate::app::{App, Settings};
-use crate::domain::{Scope, Upstream};
-use crate::ports::{ClientAnswers, ConfirmationLedger, MemoryClient, Ports, TaskStore};
+use crate::domain::{Scope, Timestamp, Upstream};
+use crate::ports::{ClientAnswers, Clock, ConfirmationLedger, MemoryClient, Ports, TaskStore};
 
-/// Builds the ports for `config`. An upstream that cannot be reached or opened is
-/// allowed: its tools answer `upstream_unavailable` and `check` reports it.
+/// Builds the ports for `config` on the system's clock. An upstream that cannot be
+/// reached or opened is allowed: its tools answer `upstream_unavailable` and `check`
+/// reports it.
 pub async fn ports(config: &Config) -> Result<Ports, ConfigError> {
-    let cuo = ProcessCuoRunner::new(CuoSettings {
-        command: config.cuo_command.clone(),
-        pass_env: config.cuo_env.clone(),
-        call_timeout: config.cuo_timeout,
-        starting: starting_children(),
-    });
-    let store = open_store(config).await;
+    ports_on(config, Arc::new(SystemClock)).await
+}
+
+/// [`ports`] with `clock` in `Ports` and in every adapter that tells the time.
+async fn ports_on(config: &Config, clock: Arc<dyn Clock>) -> Result<Ports, ConfigError> {
+    let cuo = ProcessCuoRunner::new(
+        CuoSettings {
+            command: config.cuo_command.clone(),
+            pass_env: config.cuo_env.clone(),
+            call_timeout: config.cuo_timeout,
+            starting: starting_children(),
+        },
+        Arc::clone(&clock),
+    );
+    let store = open_store(config, Arc::clone(&clock)).await;
     if let Err(why) = &store {
         tracing::error!("{why}");
     }
@@ -46,24 +55,26 @@ pub async fn ports(config: &Config) -> Result<Ports, ConfigError> {
         Arc<dyn ConfirmationLedger>,
         Arc<dyn ClientAnswers>,
     ) = match (&config.database_url, &store) {
-        (Some(url), _) if url.starts_with("postgres") => match PgStore::connect(url).await {
-            Ok(pg) => {
-                pg.refuse_open_rls().await.map_err(ConfigError)?;
-                (Arc::new(pg.clone()), Arc::new(pg.clone()), Arc::new(pg))
+        (Some(url), _) if url.starts_with("postgres") => {
+            match PgStore::connect(url, Arc::clone(&clock)).await {
+                Ok(pg) => {
+                    pg.refuse_open_rls().await.map_err(ConfigError)?;
+                    (Arc::new(pg.clone()), Arc::new(pg.clone()), Arc::new(pg))
+                }
+                Err(why) => {
+                    tracing::error!("cannot use the Postgres task store: {why}");
+                    let down = Unavailable::new(
+                        Upstream::TaskStore,
+                        "The task store is unreachable; ask an operator to check --database-url.",
+                    );
+                    (
+                        Arc::new(down.clone()),
+                        Arc::new(down.clone()),
+                        Arc::new(down),
+                    )
+                }
             }
-            Err(why) => {
-                tracing::error!("cannot use the Postgres task store: {why}");
-                let down = Unavailable::new(
-                    Upstream::TaskStore,
-                    "The task store is unreachable; ask an operator to check --database-url.",
-                );
-                (
-                    Arc::new(down.clone()),
-                    Arc::new(down.clone()),
-                    Arc::new(down),
-                )
-            }
-        },
+        }
         (_, Ok(store)) => (Arc::new(store.clone()), ledger, Arc::new(store.clone())),
         (_, Err(_)) => {
             let down = Unavailable::new(
@@ -80,7 +91,7 @@ pub async fn ports(config: &Config) -> Result<Ports, ConfigError> {
         cuo: Arc::new(cuo),
         memory: memory(config, store.ok()),
         skills: Arc::new(FsSkillIndex::new(config.skills_dirs.clone())),
-        clock: Arc::new(SystemClock),
+        clock,
     })
 }
 
@@ -125,7 +136,7 @@ fn memory(config: &Config, store: Option<SqliteStore>) -> Arc<dyn MemoryClient> 
 }
 
 /// The embedded SQLite file: `--database-url sqlite:PATH`, else `<data-dir>/bridge.sqlite3`.
-async fn open_store(config: &Config) -> Result<SqliteStore, String> {
+async fn open_store(config: &Config, clock: Arc<dyn Clock>) -> Result<SqliteStore, String> {
     let dir = &config.data_dir;
     create_private_dir(dir)
         .map_err(|e| format!("cannot create the data dir {}: {e}", dir.display()))?;
@@ -137,7 +148,7 @@ async fn open_store(config: &Config) -> Result<SqliteStore, String> {
         Some(p) => std::path::PathBuf::from(p.trim_start_matches("//")),
         None => dir.join("bridge.sqlite3"),
     };
-    SqliteStore::open(&path)
+    SqliteStore::open(&path, clock)
         .await
         .map_err(|e| format!("{e} ({})", path.display()))
 }
@@ -163,13 +174,18 @@ fn create_private_dir(dir: &std::path::Path) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Builds the token verifier and the stdio token source.
+/// Builds the token verifier, which checks tokens' times against `clock`, and the stdio
+/// token source (a `--dev` token is issued at `clock`'s time).
 ///
 /// # Errors
 /// When no key source is configured (and no `--dev`), or a key cannot be loaded.
-pub fn identity(config: &Config) -> Result<Identity, ConfigError> {
+pub fn identity(config: &Config, clock: Arc<dyn Clock>) -> Result<Identity, ConfigError> {
     let id = &config.identity;
-    let (issuers, dev_token) = issuers(config)?;
+    let (issuers, dev_key) = issuers(config)?;
+    let dev_token = match &dev_key {
+        Some(key) => Some(local_dev_token(config, key, clock.now())?),
+        None => None,
+    };
     let env_token = std::env::var("CYBEROS_TOKEN")
         .ok()
         .filter(|t| !t.trim().is_empty());
@@ -180,31 +196,27 @@ pub fn identity(config: &Config) -> Result<Identity, ConfigError> {
         (None, None, None) => StdioToken::None,
     };
     Ok(Identity::new(
-        Arc::new(JwtVerifier::new(
-            issuers,
-            id.audience.clone(),
-            Arc::new(SystemClock),
-        )),
+        Arc::new(JwtVerifier::new(issuers, id.audience.clone(), clock)),
         stdio,
     ))
 }
 
-/// The issuers whose tokens verify (the dev key, a PEM key, a JWKS), and the `--dev`
-/// token when there is a dev key.
+/// The issuers whose tokens verify (the dev key, a PEM key, a JWKS), and the dev key
+/// with `--dev`.
 ///
 /// # Errors
 /// When no key source is configured or one cannot be read.
-pub fn issuers(config: &Config) -> Result<(Vec<Issuer>, Option<String>), ConfigError> {
+pub fn issuers(config: &Config) -> Result<(Vec<Issuer>, Option<DevKey>), ConfigError> {
     let id = &config.identity;
     let mut issuers = Vec::new();
-    let mut dev_token = None;
+    let mut dev_key = None;
     if id.dev {
         let key = DevKey::load_or_create(&config.data_dir).map_err(ConfigError)?;
-        dev_token = Some(local_dev_token(config, &key)?);
         issuers.push(Issuer::with_keys(
             DEV_ISSUER,
             vec![VerifyingKey::dev(key.decoding_key())],
         ));
+        dev_key = Some(key);
     }
     if let (Some(path), Some(iss)) = (&id.jwt_public_key, &id.jwt_issuer) {
         let pem = std::fs::read(path).map_err(|e| {
@@ -226,7 +238,7 @@ pub fn issuers(config: &Config) -> Result<(Vec<Issuer>, Option<String>), ConfigE
                 .into(),
         ));
     }
-    Ok((issuers, dev_token))
+    Ok((issuers, dev_key))
 }
 
 /// The key of HTTP session ids: `--session-key-file`, else the data dir's own.
@@ -247,13 +259,14 @@ const DEV_TTL_S: i64 = 30 * 24 * 3600;
 /// When the dev key cannot be loaded.
 pub fn dev_bearer_token(config: &Config) -> Result<String, ConfigError> {
     let key = DevKey::load_or_create(&config.data_dir).map_err(ConfigError)?;
-    local_dev_token(config, &key)
+    local_dev_token(config, &key, SystemClock.now())
 }
 
-/// The `--dev` token: the local tenant with every scope.
-fn local_dev_token(config: &Config, key: &DevKey) -> Result<String, ConfigError> {
+/// The `--dev` token issued `now`: the local tenant with every scope.
+fn local_dev_token(config: &Config, key: &DevKey, now: Timestamp) -> Result<String, ConfigError> {
     let audience = &config.identity.audience;
     key.bearer_token(
+        now,
         audience,
         LOCAL_TENANT,
         &all_scopes(),
@@ -297,10 +310,12 @@ pub fn dev_token(config: &Config, req: &DevTokenRequest) -> Result<String, Confi
         .map_err(|_| ConfigError("--tenant must be a UUID".into()))?;
     let ttl_s = parse_ttl(&req.ttl)?;
     let key = DevKey::load_or_create(&config.data_dir).map_err(ConfigError)?;
+    let now = SystemClock.now();
     let Some(tool) = &req.confirm else {
         let scopes = req.scopes.clone().unwrap_or_else(all_scopes);
         return key
             .bearer_token(
+                now,
                 &config.identity.audience,
                 &req.tenant,
                 &scopes,
@@ -318,7 +333,7 @@ pub fn dev_token(config: &Config, req: &DevTokenRequest) -> Result<String, Confi
         .ok_or_else(|| ConfigError("--args must be a JSON object".into()))?;
     let sha = crate::app::service::confirmation::args_sha256(&args);
     let audience = &config.identity.audience;
-    key.confirmation_token(audience, &req.tenant, &req.sub, tool, &sha, ttl_s)
+    key.confirmation_token(now, audience, &req.tenant, &req.sub, tool, &sha, ttl_s)
         .map_err(ConfigError)
 }
 
@@ -359,8 +374,10 @@ pub async fn app(config: &Config) -> Result<App, ConfigError> {
         max_cuo_children: config.max_cuo_children,
         max_stored_tasks_per_tenant: config.max_stored_tasks_per_tenant,
     };
-    let identity = identity(config)?;
-    Ok(App::new(ports(config).await?, settings, identity))
+    // One clock for the whole application.
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    let identity = identity(config, Arc::clone(&clock))?;
+    Ok(App::new(ports_on(config, clock).await?, settings, identity))
 }
 
 /// Applies the Postgres migrations (the `migrate` subcommand).

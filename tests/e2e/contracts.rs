@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use cyberos_mcp_bridge::adapters::cuo_process::{CuoSettings, ProcessCuoRunner};
 use cyberos_mcp_bridge::adapters::skills_fs::FsSkillIndex;
+use cyberos_mcp_bridge::adapters::system_clock::SystemClock;
 use cyberos_mcp_bridge::domain::{CallCtx, DomainError, ErrorClass};
 use cyberos_mcp_bridge::ports::{CuoRunner, SkillIndex};
 
@@ -74,12 +75,15 @@ async fn the_scripted_cuo_satisfies_the_cuo_contract() {
 
 #[tokio::test]
 async fn the_process_adapter_over_the_bundled_runner_satisfies_the_cuo_contract() {
-    let cuo = ProcessCuoRunner::new(CuoSettings {
-        command: vec![binary().to_owned(), "cuo-runner".into()],
-        pass_env: Vec::new(),
-        call_timeout: std::time::Duration::from_secs(10),
-        starting: 1,
-    });
+    let cuo = ProcessCuoRunner::new(
+        CuoSettings {
+            command: vec![binary().to_owned(), "cuo-runner".into()],
+            pass_env: Vec::new(),
+            call_timeout: std::time::Duration::from_secs(10),
+            starting: 1,
+        },
+        Arc::new(SystemClock),
+    );
     cuo_contract(&cuo).await;
 }
 

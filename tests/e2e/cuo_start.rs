@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use cyberos_mcp_bridge::adapters::cuo_process::{CuoSettings, ProcessCuoRunner};
+use cyberos_mcp_bridge::adapters::system_clock::SystemClock;
 use cyberos_mcp_bridge::domain::cuo::Progress;
 use cyberos_mcp_bridge::domain::{JsonText, Timestamp};
 use cyberos_mcp_bridge::ports::{CuoRunner, ProgressSink, WorkflowRun};
@@ -30,16 +31,19 @@ const PROGRESS: &str =
 async fn start_times(starting: usize, runs: usize, then: &str) -> Vec<u128> {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("starts");
-    let cuo = Arc::new(ProcessCuoRunner::new(CuoSettings {
-        command: vec![
-            "sh".into(),
-            "-c".into(),
-            format!("date +%s%N >> '{}'; {then} exec sleep 5", log.display()),
-        ],
-        pass_env: Vec::new(),
-        call_timeout: Duration::from_secs(5),
-        starting,
-    }));
+    let cuo = Arc::new(ProcessCuoRunner::new(
+        CuoSettings {
+            command: vec![
+                "sh".into(),
+                "-c".into(),
+                format!("date +%s%N >> '{}'; {then} exec sleep 5", log.display()),
+            ],
+            pass_env: Vec::new(),
+            call_timeout: Duration::from_secs(5),
+            starting,
+        },
+        Arc::new(SystemClock),
+    ));
     let deadline = Timestamp::from_unix_millis(chrono::Utc::now().timestamp_millis() + 1500);
     let calls = (0..runs).map(|_| {
         let cuo = Arc::clone(&cuo);

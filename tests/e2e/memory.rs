@@ -2,12 +2,14 @@
 //! HTTP client talking to a real HTTP server; the HTTP client's faults; and the memory
 //! tools through the built binary.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
 
 use cyberos_mcp_bridge::adapters::memory_http::HttpMemoryClient;
 use cyberos_mcp_bridge::adapters::sqlite::SqliteStore;
+use cyberos_mcp_bridge::adapters::system_clock::SystemClock;
 use cyberos_mcp_bridge::domain::memory::{AuditQuery, NewAuditEntry};
 use cyberos_mcp_bridge::domain::{DomainError, ErrorClass, JsonText};
 use cyberos_mcp_bridge::ports::MemoryClient;
@@ -154,12 +156,12 @@ async fn the_fake_satisfies_the_audit_log_contract() {
 #[tokio::test]
 async fn the_embedded_sqlite_log_satisfies_the_audit_log_contract() {
     let dir = tempfile::tempdir().unwrap();
-    let store = SqliteStore::open(&dir.path().join("bridge.sqlite3"))
+    let store = SqliteStore::open(&dir.path().join("bridge.sqlite3"), Arc::new(SystemClock))
         .await
         .unwrap();
     audit_log_contract(&store).await;
     // Reopening (another bridge process on the same data dir) migrates nothing twice.
-    let again = SqliteStore::open(&dir.path().join("bridge.sqlite3"))
+    let again = SqliteStore::open(&dir.path().join("bridge.sqlite3"), Arc::new(SystemClock))
         .await
         .unwrap();
     assert_eq!(
@@ -177,7 +179,7 @@ async fn the_embedded_sqlite_log_satisfies_the_audit_log_contract() {
 async fn concurrent_openers_of_one_data_dir_migrate_safely() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("bridge.sqlite3");
-    let opens = (0..4).map(|_| SqliteStore::open(&path));
+    let opens = (0..4).map(|_| SqliteStore::open(&path, Arc::new(SystemClock)));
     for store in futures::future::join_all(opens).await {
         store.unwrap().check().await.unwrap();
     }

@@ -23,7 +23,7 @@ use tokio::sync::mpsc;
 
 use crate::domain::cuo::{Persona, Route, Workflow, WorkflowOutcome};
 use crate::domain::{CallCtx, DomainError, JsonText, TenantId, Timestamp, TraceId, Upstream};
-use crate::ports::{CuoRunner, ProgressSink, SkillRun, WorkflowRun};
+use crate::ports::{Clock, CuoRunner, ProgressSink, SkillRun, WorkflowRun};
 use connection::{CallError, ChildCommand, Conn, KillOnDrop};
 use spawner::Spawner;
 use wire::{ctx_json, progress_of};
@@ -66,14 +66,17 @@ pub struct ProcessCuoRunner {
     shared: tokio::sync::Mutex<Option<Arc<Conn>>>,
     /// Run children starting now, at most `CuoSettings::starting` (`run`).
     starting: tokio::sync::Semaphore,
+    /// What a run's deadline is measured against.
+    clock: Arc<dyn Clock>,
 }
 
 impl ProcessCuoRunner {
-    /// A runner for `settings`; no child starts until the first call.
+    /// A runner for `settings`, measuring runs' deadlines against `clock`; no child
+    /// starts until the first call.
     ///
     /// # Panics
     /// When `settings.command` is empty (configuration refuses that earlier).
-    pub fn new(settings: CuoSettings) -> ProcessCuoRunner {
+    pub fn new(settings: CuoSettings, clock: Arc<dyn Clock>) -> ProcessCuoRunner {
         let mut words = settings.command.into_iter();
         let program = words.next().expect("the CUO command is not empty");
         let env = std::env::vars_os()
@@ -94,6 +97,7 @@ impl ProcessCuoRunner {
             call_timeout: settings.call_timeout,
             shared: tokio::sync::Mutex::new(None),
             starting: tokio::sync::Semaphore::new(settings.starting.max(1)),
+            clock,
         }
     }
 
@@ -159,8 +163,7 @@ impl ProcessCuoRunner {
         let started = tokio::time::sleep(STARTING_FOR);
         tokio::pin!(started);
         let _kill = KillOnDrop(Arc::clone(&conn));
-        let now = chrono::Utc::now().timestamp_millis();
-        let left = Duration::from_millis(u64::try_from(deadline.unix_millis() - now).unwrap_or(0));
+        let left = Duration::from_millis(deadline.millis_since(self.clock.now()));
         let call = conn.request(method, params, left);
         tokio::pin!(call);
         let outcome = loop {

@@ -13,6 +13,7 @@ use std::sync::{Mutex, RwLock};
 use quick_cache::sync::Cache;
 use siphasher::sip128::{Hasher128, SipHasher24};
 
+use super::times::{NumericDate, in_force};
 use crate::domain::{Principal, Timestamp};
 
 /// Verified tokens remembered at most: one principal and two instants each, so a full
@@ -32,13 +33,8 @@ pub(super) struct Verified {
 impl Verified {
     /// The same rule the verified decode applies: `exp` and `nbf` with `leeway_s`.
     fn valid_at(&self, now: Timestamp, leeway_s: u64) -> bool {
-        let now_s = now.unix_millis().div_euclid(1000);
-        let leeway = i64::try_from(leeway_s).unwrap_or(i64::MAX);
-        let secs = |s: u64| i64::try_from(s).unwrap_or(i64::MAX);
-        secs(self.exp).saturating_add(leeway) >= now_s
-            && self
-                .nbf
-                .is_none_or(|nbf| secs(nbf) <= now_s.saturating_add(leeway))
+        let nbf = self.nbf.map_or(NumericDate::Absent, NumericDate::Secs);
+        in_force(NumericDate::Secs(self.exp), nbf, now, leeway_s).is_ok()
     }
 }
 

@@ -8,12 +8,15 @@
 //! symmetric and encryption (`use: enc`) JWKs are skipped.
 //!
 //! Verified bearer tokens are remembered (`cache.rs`): a token seen before costs a hash
-//! and a clock check, not a signature check. Keys are parsed once per key set.
+//! and a clock check, not a signature check. Keys are parsed once per key set. `exp` and
+//! `nbf` are checked against the verifier's clock (`times.rs`), on a fresh decode as on
+//! a remembered token.
 
 mod cache;
 mod describe;
 mod jwks;
 mod keys;
+mod times;
 
 use std::sync::Arc;
 
@@ -25,6 +28,7 @@ use crate::domain::{DomainError, Principal, Scope, TenantId, Timestamp, TokenRej
 use crate::ports::{Clock, TokenVerifier};
 use cache::{TokenKey, Verified, VerifiedTokens};
 use jwks::{Jwks, Keys};
+use times::NumericDate;
 
 pub use describe::KeyInfo;
 pub use jwks::{REFETCH_EVERY, REFRESH_DEFAULT, REFRESH_MAX, REFRESH_MIN};
@@ -75,9 +79,15 @@ pub struct JwtVerifier {
     clock: Arc<dyn Clock>,
 }
 
+/// What is read of a token before its signature is checked: the issuer selects the key
+/// set; the times are checked once the signature holds.
 #[derive(Deserialize)]
 struct Peek {
     iss: Option<String>,
+    #[serde(default)]
+    exp: NumericDate,
+    #[serde(default)]
+    nbf: NumericDate,
 }
 
 #[derive(Deserialize)]
@@ -104,8 +114,8 @@ struct ConfirmClaims {
 }
 
 impl JwtVerifier {
-    /// A verifier for `audience` accepting `issuers`; remembered tokens are checked
-    /// against `clock`.
+    /// A verifier for `audience` accepting `issuers`; tokens' times, fresh or
+    /// remembered, are checked against `clock`.
     pub fn new(
         issuers: Vec<Issuer>,
         audience: impl Into<String>,
@@ -162,6 +172,7 @@ impl JwtVerifier {
         if candidates.is_empty() {
             return Err(reject(TokenRejection::UnknownKey));
         }
+        let in_force = || times::in_force(peek.exp, peek.nbf, self.clock.now(), LEEWAY_S);
         let mut last = TokenRejection::AlgorithmNotAllowed;
         for key in candidates {
             if !key.algorithms.contains(&header.alg) {
@@ -172,10 +183,14 @@ impl JwtVerifier {
             v.set_audience(&[&self.audience]);
             v.validate_aud = true;
             v.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
-            v.leeway = LEEWAY_S;
-            v.validate_nbf = true;
+            // `in_force` checks them, against the clock.
+            v.validate_exp = false;
+            v.validate_nbf = false;
             match jsonwebtoken::decode::<T>(token, &key.key, &v) {
-                Ok(data) => return Ok(data.claims),
+                Ok(data) => {
+                    in_force().map_err(reject)?;
+                    return Ok(data.claims);
+                }
                 Err(e) => {
                     last = match e.kind() {
                         ErrorKind::InvalidSignature => TokenRejection::BadSignature,
@@ -189,6 +204,19 @@ impl JwtVerifier {
                         ErrorKind::InvalidAlgorithm => TokenRejection::AlgorithmNotAllowed,
                         _ => TokenRejection::Malformed,
                     };
+                    // jsonwebtoken checks the times after the signature and the required
+                    // claims and before `sub`, `iss` and `aud`: a token failing both is
+                    // refused for its times.
+                    if matches!(
+                        e.kind(),
+                        ErrorKind::InvalidSubject
+                            | ErrorKind::InvalidIssuer
+                            | ErrorKind::InvalidAudience
+                            | ErrorKind::InvalidClaimFormat(_)
+                    ) && let Err(times) = in_force()
+                    {
+                        last = times;
+                    }
                     // Another key may share the kid during rotation; only a bad signature is worth a retry.
                     if last != TokenRejection::BadSignature {
                         break;

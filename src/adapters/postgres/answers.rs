@@ -96,7 +96,7 @@ impl ClientAnswers for PgStore {
         open_for: Duration,
     ) -> Result<bool, DomainError> {
         timed(async {
-            let now = chrono::Utc::now().timestamp_millis();
+            let now = self.now_ms();
             let until = now.saturating_add(i64::try_from(open_for.as_millis()).unwrap_or(i64::MAX));
             let mut tx = self.begin(Some(tenant)).await.map_err(down)?;
             // Questions of one tenant take turns, so the count and the insert are one step.
@@ -154,7 +154,7 @@ impl ClientAnswers for PgStore {
     ) -> Result<bool, DomainError> {
         let (text, is_error) = answers::columns(answer);
         timed(async {
-            let now = chrono::Utc::now().timestamp_millis();
+            let now = self.now_ms();
             let mut tx = self.begin(Some(tenant)).await.map_err(down)?;
             let updated = sqlx::query(concat!(
                 "UPDATE plugin_host.client_answers SET answer = $4, is_error = $5

@@ -25,7 +25,7 @@ use sqlx::postgres::{PgConnectOptions, PgConnection, PgListener, PgPool, PgPoolO
 use tokio_util::sync::CancellationToken;
 
 use crate::domain::{DomainError, TaskId, TenantId, Timestamp, Upstream};
-use crate::ports::{ConfirmationLedger, StopSink};
+use crate::ports::{Clock, ConfirmationLedger, StopSink};
 
 pub use migrate::migrate;
 
@@ -46,6 +46,8 @@ pub struct PgStore {
     watch: Arc<DropCancel>,
     /// This process's waiters for clients' answers, woken by one shared listener.
     waiters: Arc<waiters::Waiters>,
+    /// What times the used ids and the questions.
+    clock: Arc<dyn Clock>,
 }
 
 struct DropCancel(CancellationToken);
@@ -57,13 +59,14 @@ impl Drop for DropCancel {
 }
 
 impl PgStore {
-    /// A store for `url`. Connects lazily: a database that is down does not delay
-    /// startup; task operations answer `upstream_unavailable` until it is back.
+    /// A store for `url`, telling the time by `clock`. Connects lazily: a database that
+    /// is down does not delay startup; task operations answer `upstream_unavailable`
+    /// until it is back.
     ///
     /// # Errors
     /// A user-safe description when the URL is malformed (the URL is not repeated, it
     /// may hold a password).
-    pub async fn connect(url: &str) -> Result<PgStore, String> {
+    pub async fn connect(url: &str, clock: Arc<dyn Clock>) -> Result<PgStore, String> {
         let options = PgConnectOptions::from_str(url)
             .map_err(|_| "the Postgres URL (--database-url) is malformed".to_owned())?
             .application_name("cyberos-mcp-bridge");
@@ -78,7 +81,13 @@ impl PgStore {
             options,
             watch: Arc::new(DropCancel(CancellationToken::new())),
             waiters: Arc::default(),
+            clock,
         })
+    }
+
+    /// The clock's time, in the stored form.
+    fn now_ms(&self) -> i64 {
+        self.clock.now().unix_millis()
     }
 
     /// At startup: `Err` with the reason when the database is reachable and row-level
@@ -240,7 +249,7 @@ impl ConfirmationLedger for PgStore {
         expires_at: Timestamp,
     ) -> Result<bool, DomainError> {
         timed(async {
-            let now = chrono::Utc::now().timestamp_millis();
+            let now = self.now_ms();
             let mut tx = self.begin(Some(tenant)).await.map_err(down)?;
             // Expired ids can no longer be replayed (their tokens fail verification), so
             // they go; the sweep removes other tenants' too.
@@ -272,7 +281,7 @@ impl ConfirmationLedger for PgStore {
 
     async fn used(&self, tenant: &TenantId, jti: &str) -> Result<bool, DomainError> {
         timed(async {
-            let now = chrono::Utc::now().timestamp_millis();
+            let now = self.now_ms();
             let mut tx = self.begin(Some(tenant)).await.map_err(down)?;
             let found: Option<i32> = sqlx::query_scalar(concat!(
                 "SELECT 1 FROM plugin_host.used_confirmations WHERE tenant_id = $1::uuid AND jti = $2 AND expires_at >= ",

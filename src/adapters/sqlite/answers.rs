@@ -17,10 +17,6 @@ fn down(e: sqlx::Error) -> DomainError {
     DomainError::unavailable(Upstream::TaskStore, Some(e.into()))
 }
 
-fn now_ms() -> i64 {
-    chrono::Utc::now().timestamp_millis()
-}
-
 fn millis(d: Duration) -> i64 {
     i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
 }
@@ -33,7 +29,7 @@ impl ClientAnswers for SqliteStore {
         key: &QuestionKey,
         open_for: Duration,
     ) -> Result<bool, DomainError> {
-        let now = now_ms();
+        let now = self.now_ms();
         // Rows whose waiter died with its process go once they expire.
         sqlx::query("DELETE FROM client_answers WHERE expires_at < ?")
             .bind(now)
@@ -76,7 +72,7 @@ impl ClientAnswers for SqliteStore {
         .bind(tenant.to_string())
         .bind(&key.session)
         .bind(&key.request)
-        .bind(now_ms())
+        .bind(self.now_ms())
         .execute(self.writer.now())
         .await
         .map_err(down)?;

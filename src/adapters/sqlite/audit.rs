@@ -69,7 +69,7 @@ impl MemoryClient for SqliteStore {
         key: &str,
     ) -> Result<AuditReceipt, DomainError> {
         let tenant = ctx.tenant.to_string();
-        let now = chrono::Utc::now().timestamp_millis();
+        let now = self.now_ms();
         sqlx::query(
             "INSERT INTO audit_entries (audit_id, tenant_id, kind, actor_id, subject, body, recorded_at, trace_id, idempotency_key)
              VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)

@@ -13,6 +13,7 @@ mod writer;
 
 use std::path::Path;
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use sqlx::sqlite::{
@@ -20,7 +21,7 @@ use sqlx::sqlite::{
 };
 
 use crate::domain::{DomainError, TenantId, Timestamp, Upstream};
-use crate::ports::ConfirmationLedger;
+use crate::ports::{Clock, ConfirmationLedger};
 use writer::Writer;
 
 /// Migrations in order; the index + 1 is the schema version.
@@ -33,11 +34,13 @@ const MIGRATIONS: [&str; 5] = [
 ];
 
 /// The embedded SQLite store: writes through one connection (`writer`), reads on a pool
-/// of their own, which in WAL mode never waits for the writer.
+/// of their own, which in WAL mode never waits for the writer. What it stamps or
+/// expires (audit entries, used ids, questions) is timed by `clock`.
 #[derive(Clone)]
 pub struct SqliteStore {
     reader: SqlitePool,
     writer: Writer,
+    clock: Arc<dyn Clock>,
 }
 
 /// The store could not be opened or migrated.
@@ -46,17 +49,18 @@ pub struct SqliteStore {
 pub struct OpenStoreError(#[source] sqlx::Error);
 
 impl SqliteStore {
-    /// Opens (creating if needed) `path` and applies pending migrations.
+    /// Opens (creating if needed) `path` and applies pending migrations; `clock` tells
+    /// the time.
     ///
     /// # Errors
     /// When the file cannot be created, opened or migrated.
-    pub async fn open(path: &Path) -> Result<SqliteStore, OpenStoreError> {
+    pub async fn open(path: &Path, clock: Arc<dyn Clock>) -> Result<SqliteStore, OpenStoreError> {
         // Switching a new file to WAL, or recovering a WAL, can answer SQLITE_BUSY without
         // consulting the busy handler while another process does the same; such opens are
         // retried for a few seconds.
         let mut attempt = 0;
         loop {
-            match Self::try_open(path).await {
+            match Self::try_open(path, Arc::clone(&clock)).await {
                 Err(OpenStoreError(e)) if is_busy(&e) && attempt < 50 => {
                     attempt += 1;
                     tokio::time::sleep(Duration::from_millis(20 + 10 * attempt)).await;
@@ -66,7 +70,7 @@ impl SqliteStore {
         }
     }
 
-    async fn try_open(path: &Path) -> Result<SqliteStore, OpenStoreError> {
+    async fn try_open(path: &Path, clock: Arc<dyn Clock>) -> Result<SqliteStore, OpenStoreError> {
         crate::support::private_file::ensure_private(path)
             .map_err(|e| OpenStoreError(sqlx::Error::Io(e)))?;
         let options = SqliteConnectOptions::from_str("sqlite:")
@@ -90,7 +94,16 @@ impl SqliteStore {
             .await
             .map_err(OpenStoreError)?;
         writer.checkpoint_with(reader.clone());
-        Ok(SqliteStore { reader, writer })
+        Ok(SqliteStore {
+            reader,
+            writer,
+            clock,
+        })
+    }
+
+    /// The clock's time, in the stored form.
+    fn now_ms(&self) -> i64 {
+        self.clock.now().unix_millis()
     }
 }
 
@@ -143,7 +156,7 @@ impl ConfirmationLedger for SqliteStore {
     ) -> Result<bool, DomainError> {
         let unavailable =
             |e: sqlx::Error| DomainError::unavailable(Upstream::TaskStore, Some(e.into()));
-        let now = chrono::Utc::now().timestamp_millis();
+        let now = self.now_ms();
         // Expired ids can no longer be replayed (their tokens fail verification), so they go.
         sqlx::query("DELETE FROM used_confirmations WHERE expires_at < ?")
             .bind(now)
@@ -161,7 +174,7 @@ impl ConfirmationLedger for SqliteStore {
     }
 
     async fn used(&self, tenant: &TenantId, jti: &str) -> Result<bool, DomainError> {
-        let now = chrono::Utc::now().timestamp_millis();
+        let now = self.now_ms();
         let found: Option<i64> = sqlx::query_scalar(
             "SELECT 1 FROM used_confirmations WHERE tenant_id = ? AND jti = ? AND expires_at >= ?",
         )

@@ -10,6 +10,8 @@ use ed25519_dalek::pkcs8::{DecodePrivateKey, EncodePrivateKey, EncodePublicKey};
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header};
 use serde_json::{Value, json};
 
+use crate::domain::Timestamp;
+
 /// Issuer of every dev token.
 pub const DEV_ISSUER: &str = "urn:cyberos:dev";
 const FILE_NAME: &str = "dev-signing-key.pem";
@@ -72,19 +74,21 @@ impl DevKey {
             .map_err(|e| format!("cannot sign: {e}"))
     }
 
-    /// A bearer token for `tenant` with `scopes` (space-separated), valid `ttl_s` seconds.
+    /// A bearer token for `tenant` with `scopes` (space-separated), issued `now` and valid
+    /// `ttl_s` seconds.
     ///
     /// # Errors
     /// As for [`DevKey::sign`], or when the system has no randomness for the `jti`.
     pub fn bearer_token(
         &self,
+        now: Timestamp,
         audience: &str,
         tenant: &str,
         scopes: &str,
         sub: &str,
         ttl_s: i64,
     ) -> Result<String, String> {
-        let now = chrono::Utc::now().timestamp();
+        let now = unix_seconds(now);
         self.sign(&json!({
             "iss": DEV_ISSUER, "aud": audience, "sub": sub, "tenant_id": tenant,
             "scope": scopes, "iat": now, "exp": now + ttl_s, "jti": jti()?
@@ -92,12 +96,14 @@ impl DevKey {
     }
 
     /// A single-use confirmation token for one call of `tool` by `sub` with the arguments
-    /// whose canonical hash is `args_sha256`, valid at most five minutes.
+    /// whose canonical hash is `args_sha256`, issued `now` and valid at most five minutes.
     ///
     /// # Errors
     /// As for [`DevKey::bearer_token`].
+    #[allow(clippy::too_many_arguments)]
     pub fn confirmation_token(
         &self,
+        now: Timestamp,
         audience: &str,
         tenant: &str,
         sub: &str,
@@ -105,13 +111,18 @@ impl DevKey {
         args_sha256: &str,
         ttl_s: i64,
     ) -> Result<String, String> {
-        let now = chrono::Utc::now().timestamp();
+        let now = unix_seconds(now);
         self.sign(&json!({
             "iss": DEV_ISSUER, "aud": audience, "sub": sub, "tenant_id": tenant,
             "purpose": crate::domain::confirm::PURPOSE, "tool": tool, "args_sha256": args_sha256,
             "jti": jti()?, "iat": now, "exp": now + ttl_s.min(300)
         }))
     }
+}
+
+/// `iat` and `exp` are whole Unix seconds.
+fn unix_seconds(t: Timestamp) -> i64 {
+    t.unix_millis().div_euclid(1000)
 }
 
 /// A fresh token id: 128 random bits in hex.

@@ -333,6 +333,7 @@ async fn a_question_whose_stream_the_client_closed_no_longer_counts_against_the_
 #[tokio::test]
 async fn a_running_bridge_sweeps_the_expired_question_of_a_dead_instance() {
     use cyberos_mcp_bridge::adapters::sqlite::SqliteStore;
+    use cyberos_mcp_bridge::adapters::system_clock::SystemClock;
     use cyberos_mcp_bridge::domain::TenantId;
     use cyberos_mcp_bridge::domain::session::QuestionKey;
     use cyberos_mcp_bridge::ports::ClientAnswers;
@@ -341,7 +342,9 @@ async fn a_running_bridge_sweeps_the_expired_question_of_a_dead_instance() {
     let dir = tempfile::tempdir().unwrap();
     let s = Server::start_at(dir.path(), &[]);
     let path = dir.path().join("bridge.sqlite3");
-    let dead = SqliteStore::open(&path).await.unwrap();
+    let dead = SqliteStore::open(&path, std::sync::Arc::new(SystemClock))
+        .await
+        .unwrap();
     let key = QuestionKey {
         session: "gone".into(),
         request: "cyberos-e-dead".into(),

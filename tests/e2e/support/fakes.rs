@@ -321,6 +321,41 @@ impl Clock for FixedClock {
     }
 }
 
+/// A clock that moves only when the test moves it; clones share the time.
+#[derive(Clone)]
+pub struct TestClock(Arc<std::sync::atomic::AtomicI64>);
+
+impl TestClock {
+    /// A clock showing `at`.
+    pub fn at(at: Timestamp) -> TestClock {
+        TestClock(Arc::new(std::sync::atomic::AtomicI64::new(
+            at.unix_millis(),
+        )))
+    }
+
+    /// Sets the time to `at`.
+    pub fn set(&self, at: Timestamp) {
+        self.0
+            .store(at.unix_millis(), std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// Moves the time on by `ms` milliseconds.
+    pub fn advance_ms(&self, ms: i64) {
+        self.0.fetch_add(ms, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// The clock as a port.
+    pub fn port(&self) -> Arc<dyn Clock> {
+        Arc::new(self.clone())
+    }
+}
+
+impl Clock for TestClock {
+    fn now(&self) -> Timestamp {
+        Timestamp::from_unix_millis(self.0.load(std::sync::atomic::Ordering::SeqCst))
+    }
+}
+
 /// Accepts a fixed set of opaque tokens: `full` (every scope) and `read-only`, both for
 /// tenant `00000000-0000-4000-8000-000000000001`.
 pub struct StaticTokens;

@@ -1,20 +1,24 @@
 //! The `ClientAnswers` contract, on the embedded SQLite store and on Postgres (where the
 //! waiter and the delivery also run on two stores, as on two instances): an answer reaches
 //! only the question of its own tenant and session, once, while it is open; a tenant's
-//! open questions are capped; the sweep deletes every tenant's expired questions.
+//! open questions are capped; the sweep deletes every tenant's expired questions. The
+//! stores tell the time by a test clock, long past, which the contract moves: a store
+//! that read the system's clock instead would find every question expired, or none.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use cyberos_mcp_bridge::adapters::sqlite::SqliteStore;
 use cyberos_mcp_bridge::domain::session::{ClientAnswer, MAX_OPEN_QUESTIONS, QuestionKey};
-use cyberos_mcp_bridge::domain::{JsonText, TenantId, Timestamp};
-use cyberos_mcp_bridge::ports::ClientAnswers;
+use cyberos_mcp_bridge::domain::{JsonText, TenantId};
+use cyberos_mcp_bridge::ports::{ClientAnswers, Clock};
 
-use super::{random, tenant};
+use super::{at, random, tenant};
+use crate::support::fakes::TestClock;
 use crate::support::pg::TestDb;
 
 const OPEN: Duration = Duration::from_secs(300);
+const OPEN_MS: i64 = 300_000;
 
 fn key(session: &str) -> QuestionKey {
     QuestionKey {
@@ -67,7 +71,14 @@ async fn isolation(
     );
 }
 
-pub(crate) async fn answers_contract(store: Arc<dyn ClientAnswers>, other: Arc<dyn ClientAnswers>) {
+/// The contract for `store` and `other`, two stores on one database telling the time by
+/// `clock`.
+pub(crate) async fn answers_contract(
+    store: Arc<dyn ClientAnswers>,
+    other: Arc<dyn ClientAnswers>,
+    clock: &TestClock,
+) {
+    clock.set(at(0));
     let (a, b) = (tenant(), tenant());
     // Answered once, under its own session only; the waiter takes it and closes it.
     let k = key("s1");
@@ -96,11 +107,21 @@ pub(crate) async fn answers_contract(store: Arc<dyn ClientAnswers>, other: Arc<d
         None
     );
     assert!(!store.deliver(&a, &k, &said("late")).await.unwrap());
-    // An expired question takes no answer.
+    // A question takes its answer until its wait has passed on the clock, that very
+    // millisecond included; an expired one takes none.
     let k = key("s1");
-    assert!(store.open(&a, &k, Duration::ZERO).await.unwrap());
-    tokio::time::sleep(Duration::from_millis(5)).await;
+    assert!(store.open(&a, &k, OPEN).await.unwrap());
+    clock.advance_ms(OPEN_MS);
+    assert!(store.deliver(&a, &k, &said("in time")).await.unwrap());
+    assert_eq!(
+        store.wait(&a, &k, Duration::ZERO).await.unwrap(),
+        Some(said("in time"))
+    );
+    let k = key("s1");
+    assert!(store.open(&a, &k, OPEN).await.unwrap());
+    clock.advance_ms(OPEN_MS + 1);
     assert!(!store.deliver(&a, &k, &said("late")).await.unwrap());
+    assert_eq!(store.wait(&a, &k, Duration::ZERO).await.unwrap(), None);
     // Tenants are isolated, also between two stores (two instances).
     isolation(Arc::clone(&store), Arc::clone(&other), a, b).await;
     // The cap counts open questions per tenant.
@@ -110,25 +131,34 @@ pub(crate) async fn answers_contract(store: Arc<dyn ClientAnswers>, other: Arc<d
         assert!(store.open(&c, k, OPEN).await.unwrap());
     }
     assert!(!store.open(&c, &key("s1"), OPEN).await.unwrap());
-    assert!(store.open(&b, &key("s1"), OPEN).await.unwrap());
+    let kb = key("s1");
+    assert!(store.open(&b, &kb, OPEN).await.unwrap());
     assert_eq!(
         store.wait(&c, &keys[0], Duration::ZERO).await.unwrap(),
         None
     );
     assert!(store.open(&c, &key("s1"), OPEN).await.unwrap());
-    sweep(&*store).await;
+    assert_eq!(store.wait(&b, &kb, Duration::ZERO).await.unwrap(), None);
+    // Questions whose wait has passed no longer count, though nobody closed them.
+    assert!(!store.open(&c, &key("s1"), OPEN).await.unwrap());
+    clock.advance_ms(OPEN_MS + 1);
+    for _ in 0..MAX_OPEN_QUESTIONS {
+        assert!(store.open(&c, &key("s1"), OPEN).await.unwrap());
+    }
+    assert!(!store.open(&c, &key("s1"), OPEN).await.unwrap());
+    sweep(&*store, clock).await;
 }
 
 /// The sweep deletes the questions that expired, of any tenant (their waiters died with
 /// their instance: nobody else closes them), and leaves open ones be.
-async fn sweep(store: &dyn ClientAnswers) {
+async fn sweep(store: &dyn ClientAnswers, clock: &TestClock) {
     let (d, e) = (tenant(), tenant());
     let live = key("s1");
     assert!(store.open(&e, &live, OPEN).await.unwrap());
     let dead = key("s1");
     assert!(store.open(&d, &dead, Duration::ZERO).await.unwrap());
-    tokio::time::sleep(Duration::from_millis(5)).await;
-    let now = || Timestamp::from_unix_millis(chrono::Utc::now().timestamp_millis());
+    clock.advance_ms(1);
+    let now = || clock.now();
     assert_eq!(store.sweep(now()).await.unwrap(), 1, "the expired question");
     assert_eq!(store.sweep(now()).await.unwrap(), 0, "gone");
     assert!(store.deliver(&e, &live, &said("e")).await.unwrap());
@@ -139,9 +169,10 @@ async fn sweep(store: &dyn ClientAnswers) {
 async fn the_sqlite_store_meets_the_answers_contract() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("bridge.sqlite3");
-    let store = SqliteStore::open(&path).await.unwrap();
-    let other = SqliteStore::open(&path).await.unwrap();
-    answers_contract(Arc::new(store), Arc::new(other)).await;
+    let clock = TestClock::at(at(0));
+    let store = SqliteStore::open(&path, clock.port()).await.unwrap();
+    let other = SqliteStore::open(&path, clock.port()).await.unwrap();
+    answers_contract(Arc::new(store), Arc::new(other), &clock).await;
 }
 
 #[tokio::test]
@@ -149,5 +180,11 @@ async fn the_postgres_store_meets_the_answers_contract() {
     let Some(db) = TestDb::migrated().await else {
         return;
     };
-    answers_contract(Arc::new(db.store().await), Arc::new(db.store().await)).await;
+    let clock = TestClock::at(at(0));
+    answers_contract(
+        Arc::new(db.store_on(clock.port()).await),
+        Arc::new(db.store_on(clock.port()).await),
+        &clock,
+    )
+    .await;
 }

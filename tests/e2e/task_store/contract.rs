@@ -9,11 +9,12 @@ use cyberos_mcp_bridge::domain::task::{
     OVERDUE_GRACE_MS, TaskFailure, TaskStatus, orphaned, overdue,
 };
 use cyberos_mcp_bridge::domain::{ErrorClass, TaskId, Timestamp};
-use cyberos_mcp_bridge::ports::{ConfirmationLedger, SweepReport, TaskStore};
+use cyberos_mcp_bridge::ports::{Clock, ConfirmationLedger, SweepReport, TaskStore};
 
 use super::{
     HOUR, MINUTE, assert_not_found, at, json_of, outcome, running, seen, step, task_id, tenant,
 };
+use crate::support::fakes::TestClock;
 
 /// What every `TaskStore` must do (the port's doc comments).
 pub(crate) async fn task_store_contract(store: &dyn TaskStore) {
@@ -341,17 +342,36 @@ pub(crate) async fn task_store_contract(store: &dyn TaskStore) {
     store.check().await.unwrap();
 }
 
-/// What every `ConfirmationLedger` must do: each id works once per tenant.
-pub(crate) async fn ledger_contract(ledger: &dyn ConfirmationLedger) {
+/// What every `ConfirmationLedger` must do: each id works once per tenant, and is
+/// remembered until its token expires on `clock`, the ledger's clock. The times are long
+/// past, so a ledger that read the system's clock instead would forget every id at once.
+pub(crate) async fn ledger_contract(ledger: &dyn ConfirmationLedger, clock: &TestClock) {
     let (a, b) = (tenant(), tenant());
-    let now = chrono::Utc::now().timestamp_millis();
-    let soon = Timestamp::from_unix_millis(now + 5 * MINUTE);
+    clock.set(at(0));
+    let soon = at(5 * MINUTE);
     assert!(ledger.claim(&a, "jti-1", soon).await.unwrap());
     assert!(!ledger.claim(&a, "jti-1", soon).await.unwrap(), "used once");
     assert!(ledger.claim(&b, "jti-1", soon).await.unwrap(), "per tenant");
     assert!(ledger.claim(&a, "jti-2", soon).await.unwrap());
+    assert!(ledger.used(&a, "jti-1").await.unwrap());
+    assert!(!ledger.used(&a, "jti-3").await.unwrap(), "never claimed");
+    // Retained until its token expires, that very millisecond included.
+    clock.set(soon);
+    assert!(ledger.used(&a, "jti-1").await.unwrap(), "retained");
+    assert!(
+        !ledger.claim(&a, "jti-1", soon).await.unwrap(),
+        "refused while retained"
+    );
+    // A millisecond later it is forgotten, and the next claim sweeps it away.
+    clock.set(soon.plus_millis(1));
+    assert!(!ledger.used(&a, "jti-1").await.unwrap(), "forgotten");
+    assert!(
+        ledger.claim(&a, "jti-1", at(10 * MINUTE)).await.unwrap(),
+        "swept"
+    );
+    assert!(!ledger.claim(&a, "jti-1", at(10 * MINUTE)).await.unwrap());
     // Ids whose token has expired are forgotten (the token no longer verifies anyway).
-    let past = Timestamp::from_unix_millis(now - MINUTE);
+    let past = clock.now().plus_millis(-MINUTE);
     assert!(ledger.claim(&a, "jti-old", past).await.unwrap());
     assert!(ledger.claim(&a, "jti-old", past).await.unwrap());
 }

@@ -7,6 +7,7 @@ use std::time::Duration;
 use serde_json::json;
 
 use cyberos_mcp_bridge::adapters::postgres::{self, PgStore};
+use cyberos_mcp_bridge::adapters::system_clock::SystemClock;
 use cyberos_mcp_bridge::domain::task::TaskStatus;
 use cyberos_mcp_bridge::domain::{ErrorClass, JsonText, TaskId, Timestamp};
 use cyberos_mcp_bridge::ports::{ConfirmationLedger, StopSink, TaskStore};
@@ -15,6 +16,7 @@ use super::contract::{ledger_contract, task_store_contract};
 use super::limits::storage_limits_contract;
 use super::progress::progress_log_contract;
 use super::{at, outcome, running, step, task_id, tenant};
+use crate::support::fakes::TestClock;
 use crate::support::pg::{TestDb, count};
 
 #[tokio::test]
@@ -46,8 +48,9 @@ async fn the_postgres_store_meets_the_ledger_contract() {
     let Some(db) = TestDb::migrated().await else {
         return;
     };
-    let store = db.store().await;
-    ledger_contract(&store).await;
+    let clock = TestClock::at(at(0));
+    let store = db.store_on(clock.port()).await;
+    ledger_contract(&store, &clock).await;
     // The sweep removes expired ids of every tenant.
     let mut admin = db.connection().await;
     sqlx::query(
@@ -199,7 +202,7 @@ async fn a_down_database_fails_fast_as_upstream_unavailable() {
         closed_port()
     );
     let started = tokio::time::Instant::now();
-    let store = PgStore::connect(&url).await.unwrap();
+    let store = PgStore::connect(&url, Arc::new(SystemClock)).await.unwrap();
     assert!(
         started.elapsed() < Duration::from_secs(1),
         "startup does not wait"
@@ -225,7 +228,7 @@ async fn a_down_database_fails_fast_as_upstream_unavailable() {
     let e = postgres::migrate(&url).await.unwrap_err();
     assert!(!e.contains("s3cret"), "{e}");
     assert!(e.starts_with("cannot connect to Postgres"), "{e}");
-    let e = PgStore::connect("postgres://bridge:s3cret@[nope/x")
+    let e = PgStore::connect("postgres://bridge:s3cret@[nope/x", Arc::new(SystemClock))
         .await
         .err()
         .unwrap();

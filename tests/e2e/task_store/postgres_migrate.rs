@@ -8,7 +8,8 @@ use cyberos_mcp_bridge::adapters::postgres::{self, PgStore};
 use cyberos_mcp_bridge::ports::TaskStore;
 
 use super::contract::{ledger_contract, task_store_contract};
-use super::random;
+use super::{at, random};
+use crate::support::fakes::TestClock;
 use crate::support::pg::{TestDb, TestRole, admin_url, count, test_name, with_user};
 
 #[tokio::test]
@@ -129,9 +130,10 @@ async fn a_plain_owner_role_can_migrate_and_run_the_bridge_with_one_url() {
 
     postgres::migrate(&url).await.unwrap();
     postgres::migrate(&url).await.unwrap();
-    let store = PgStore::connect(&url).await.unwrap();
+    let clock = TestClock::at(at(0));
+    let store = PgStore::connect(&url, clock.port()).await.unwrap();
     task_store_contract(&store).await;
-    ledger_contract(&store).await;
+    ledger_contract(&store, &clock).await;
 
     // Logged in as the owner, without the app role and without a tenant: nothing.
     let mut owner = PgConnection::connect(&url).await.unwrap();

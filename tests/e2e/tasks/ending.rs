@@ -222,7 +222,7 @@ pub(super) fn workflow_run(clock: &dyn Clock) -> NewRun {
 #[tokio::test]
 async fn a_run_that_panics_ends_as_internal_error_and_gives_its_slot_back() {
     let dir = tempfile::tempdir().unwrap();
-    let store = SqliteStore::open(&dir.path().join("bridge.sqlite3"))
+    let store = SqliteStore::open(&dir.path().join("bridge.sqlite3"), Arc::new(SystemClock))
         .await
         .unwrap();
     let ports = Ports {

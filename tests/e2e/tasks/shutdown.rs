@@ -118,7 +118,7 @@ async fn a_run_is_refused_once_the_shutdown_began() {
     };
 
     let dir = tempfile::tempdir().unwrap();
-    let store = SqliteStore::open(&dir.path().join("bridge.sqlite3"))
+    let store = SqliteStore::open(&dir.path().join("bridge.sqlite3"), Arc::new(SystemClock))
         .await
         .unwrap();
     let ports = Ports {

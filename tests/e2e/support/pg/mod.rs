@@ -28,14 +28,16 @@
 mod gate;
 mod url;
 
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use sqlx::postgres::PgConnection;
 use sqlx::{AssertSqlSafe, Connection, Executor};
 
 use cyberos_mcp_bridge::adapters::postgres::{self, PgStore};
+use cyberos_mcp_bridge::adapters::system_clock::SystemClock;
 use cyberos_mcp_bridge::domain::TenantId;
+use cyberos_mcp_bridge::ports::Clock;
 
 use crate::support::binary::binary;
 
@@ -175,7 +177,12 @@ impl TestDb {
     /// The store, logged in as the app login role: it can do nothing until its
     /// `SET LOCAL ROLE plugin_host_app`, and RLS applies to it.
     pub async fn store(&self) -> PgStore {
-        PgStore::connect(self.app_url()).await.unwrap()
+        self.store_on(Arc::new(SystemClock)).await
+    }
+
+    /// [`TestDb::store`], telling the time by `clock`.
+    pub async fn store_on(&self, clock: Arc<dyn Clock>) -> PgStore {
+        PgStore::connect(self.app_url(), clock).await.unwrap()
     }
 
     /// A plain connection (the admin role) to this database.
