@@ -182,6 +182,19 @@ fn adapters_never_import_the_application() {
 }
 
 #[test]
+fn adapters_read_wall_clock_time_only_through_the_clock_port() {
+    // Expiry of ledgers, answers and sessions must follow a fixed clock in tests.
+    for (path, text) in rust_files(&src("adapters")) {
+        if path.ends_with("system_clock.rs") {
+            continue;
+        }
+        for word in ["Utc::now", "Local::now", "SystemTime::now"] {
+            assert!(!text.contains(word), "{path} reads {word}; take a Clock");
+        }
+    }
+}
+
+#[test]
 fn the_service_never_names_the_wire() {
     // The use cases and the telemetry they record take and return their own types: a
     // second protocol lane or front end is an edge of its own, not a change to them.
