@@ -224,6 +224,7 @@ impl Timestamp {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
     #[test]
     fn the_nil_uuid_is_not_a_tenant() {
@@ -287,12 +288,6 @@ mod tests {
         assert_eq!(TenantId::parse("a"), Err(ParseTenantIdError));
         assert_eq!(TenantId::parse(""), Err(ParseTenantIdError));
     }
-}
-
-#[cfg(test)]
-mod proptests {
-    use super::*;
-    use proptest::prelude::*;
 
     proptest! {
         #[test]
@@ -328,7 +323,7 @@ mod proptests {
         }
 
         #[test]
-        fn timestamps_round_trip_through_rfc3339(ms in 0i64..=253_402_300_799_999) {
+        fn any_timestamp_round_trips_through_rfc3339(ms in 0i64..=253_402_300_799_999) {
             let t = Timestamp::from_unix_millis(ms);
             prop_assert_eq!(Timestamp::parse_rfc3339(&t.to_rfc3339()), Some(t));
         }

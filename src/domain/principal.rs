@@ -179,7 +179,7 @@ impl CallCtx {
 }
 
 #[cfg(test)]
-mod proptests {
+mod tests {
     use super::*;
     use proptest::prelude::*;
 

@@ -351,5 +351,4 @@ fn check_id(kind: &str, id: &str) -> Result<(), String> {
 }
 
 #[cfg(test)]
-#[path = "catalog_tests.rs"]
 mod tests;

@@ -222,5 +222,4 @@ impl Runner {
 }
 
 #[cfg(test)]
-#[path = "methods_tests.rs"]
 mod tests;

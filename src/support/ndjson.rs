@@ -82,6 +82,7 @@ fn trimmed(mut line: Vec<u8>) -> Option<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
     async fn read_all(input: &[u8], max: usize) -> Vec<Line> {
         let mut r = LineReader::new(tokio::io::BufReader::with_capacity(4, input), max);
@@ -114,12 +115,6 @@ mod tests {
     async fn an_over_long_last_line_is_reported() {
         assert_eq!(read_all(b"abcdefgh", 3).await, [Line::TooLong, Line::Eof]);
     }
-}
-
-#[cfg(test)]
-mod proptests {
-    use super::*;
-    use proptest::prelude::*;
 
     /// What the reader must return for `lines` joined by `\n`, read with bound `max`.
     fn expected(lines: &[Vec<u8>], max: usize) -> Vec<Line> {
@@ -141,7 +136,7 @@ mod proptests {
         out
     }
 
-    fn read_all(input: Vec<u8>, max: usize, buffer: usize) -> Vec<Line> {
+    fn read_all_chunked(input: Vec<u8>, max: usize, buffer: usize) -> Vec<Line> {
         let rt = tokio::runtime::Builder::new_current_thread()
             .build()
             .unwrap();
@@ -179,7 +174,7 @@ mod proptests {
                 input.push(b'\n');
             }
             // With or without the final newline, the last line ends at EOF.
-            prop_assert_eq!(read_all(input, max, buffer), expected(&lines, max));
+            prop_assert_eq!(read_all_chunked(input, max, buffer), expected(&lines, max));
         }
     }
 }

@@ -1,4 +1,9 @@
 //! The integration suite: one crate, scenarios in modules, harnesses in `support`.
+//!
+//! Unit tests in `src/` have one layout (`tidy::unit_tests_follow_one_layout` checks it):
+//! a source file has at most one test module, `#[cfg(test)] mod tests`, inline at the end
+//! of the file, or, when it runs past 150 lines, in `<module>/tests.rs` declared
+//! `#[cfg(test)] mod tests;`; property tests go inside it, and no `#[path]`.
 
 mod cli;
 mod contracts;

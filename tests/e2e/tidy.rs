@@ -250,3 +250,142 @@ fn the_runner_imports_only_what_architecture_md_names() {
         }
     }
 }
+
+/// Longest `#[cfg(test)] mod tests { }` kept inline; a longer one lives in
+/// `<module>/tests.rs` (the convention `main.rs` states).
+const INLINE_TESTS_MAX_LINES: usize = 150;
+
+/// Every file under `dir`, raw, with its path relative to `src`.
+fn raw_rust_files(dir: &Path, out: &mut Vec<(std::path::PathBuf, String)>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            raw_rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            let text = std::fs::read_to_string(&path).unwrap();
+            out.push((path, text));
+        }
+    }
+}
+
+/// The layout faults of one source file's unit tests: more than one test module, one not
+/// named `tests`, an inline one that is not last or is too long, a `#[path]`, a declared
+/// `tests.rs` that is missing.
+fn test_layout_faults(path: &Path, text: &str) -> Vec<String> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut faults = Vec::new();
+    let mut modules = 0;
+    for (i, line) in lines.iter().enumerate() {
+        if line.trim_start().starts_with("#[path") {
+            faults.push(format!("line {}: #[path]", i + 1));
+        }
+        if line.trim() != "#[cfg(test)]" {
+            continue;
+        }
+        modules += 1;
+        let item = lines[i + 1..]
+            .iter()
+            .map(|l| l.trim())
+            .find(|l| !l.starts_with("#["))
+            .unwrap_or("");
+        let item = item.strip_prefix("pub(crate) ").unwrap_or(item);
+        if item == "mod tests;" {
+            let stem = path.file_stem().unwrap().to_str().unwrap();
+            let dir = if matches!(stem, "mod" | "lib" | "main") {
+                path.parent().unwrap().to_path_buf()
+            } else {
+                path.with_extension("")
+            };
+            if !dir.join("tests.rs").is_file() {
+                faults.push(format!("{} is missing", dir.join("tests.rs").display()));
+            }
+        } else if item == "mod tests {" {
+            let end = lines[i + 1..]
+                .iter()
+                .position(|l| *l == "}")
+                .map_or(lines.len(), |p| i + 1 + p);
+            if lines[end + 1..].iter().any(|l| !l.trim().is_empty()) {
+                faults.push(format!("line {}: the test module is not last", i + 1));
+            }
+            let len = end - i;
+            if len > INLINE_TESTS_MAX_LINES {
+                faults.push(format!(
+                    "line {}: {len} lines of inline tests (at most {INLINE_TESTS_MAX_LINES}; move them to tests.rs)",
+                    i + 1
+                ));
+            }
+        } else {
+            faults.push(format!(
+                "line {}: a test item other than `mod tests`: {item}",
+                i + 1
+            ));
+        }
+    }
+    if modules > 1 {
+        faults.push(format!("{modules} test items (at most one `mod tests`)"));
+    }
+    let name = path.file_name().unwrap().to_str().unwrap();
+    if name.ends_with("_tests.rs") || name == "proptests.rs" {
+        faults.push("a test file not named tests.rs".into());
+    }
+    faults
+}
+
+#[test]
+fn unit_tests_follow_one_layout() {
+    let mut files = Vec::new();
+    raw_rust_files(&src(""), &mut files);
+    let mut faults = Vec::new();
+    let mut test_files = 0;
+    for (path, text) in &files {
+        for fault in test_layout_faults(path, text) {
+            faults.push(format!("{}: {fault}", path.display()));
+        }
+        if path.file_name().is_some_and(|n| n == "tests.rs") {
+            test_files += 1;
+            // Declared by its parent module, so it is a test module and nothing else.
+            let dir = path.parent().unwrap();
+            let declared = [dir.with_extension("rs"), dir.join("mod.rs")]
+                .iter()
+                .filter_map(|p| std::fs::read_to_string(p).ok())
+                .any(|parent| {
+                    ["mod tests;", "pub(crate) mod tests;"]
+                        .iter()
+                        .any(|m| parent.contains(&format!("#[cfg(test)]\n{m}")))
+                });
+            if !declared {
+                faults.push(format!(
+                    "{}: not declared `#[cfg(test)] mod tests;`",
+                    path.display()
+                ));
+            }
+        }
+    }
+    assert!(faults.is_empty(), "{}", faults.join("\n"));
+    assert!(
+        test_files >= 5,
+        "the test files were not found: {test_files}"
+    );
+}
+
+#[test]
+fn the_test_layout_check_can_fail() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("thing.rs");
+    let two = "fn f() {}\n\n#[cfg(test)]\nmod tests {\n    #[test]\n    fn t() {}\n}\n\n#[cfg(test)]\nmod proptests {\n}\n";
+    let faults = test_layout_faults(&path, two);
+    assert_eq!(faults.len(), 3, "{faults:?}");
+    assert!(faults[0].contains("not last") && faults[1].contains("mod proptests"));
+    let declared = "#[cfg(test)]\n#[path = \"thing_tests.rs\"]\nmod tests;\n";
+    let faults = test_layout_faults(&path, declared);
+    assert!(faults.iter().any(|f| f.contains("#[path]")), "{faults:?}");
+    assert!(
+        faults.iter().any(|f| f.contains("is missing")),
+        "{faults:?}"
+    );
+    let long = format!(
+        "#[cfg(test)]\nmod tests {{\n{}}}\n",
+        "    // a line\n".repeat(INLINE_TESTS_MAX_LINES)
+    );
+    assert_eq!(test_layout_faults(&path, &long).len(), 1);
+}

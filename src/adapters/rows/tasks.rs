@@ -128,6 +128,7 @@ pub(in crate::adapters) fn decode_cursor(cursor: &str) -> Option<(i64, TaskId)> 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
     #[test]
     fn task_cursors_round_trip_and_garbage_is_refused() {
@@ -180,12 +181,6 @@ mod tests {
         }
         assert!(finished_status(&outcome(TaskStatus::Running)).is_err());
     }
-}
-
-#[cfg(test)]
-mod proptests {
-    use super::*;
-    use proptest::prelude::*;
 
     proptest! {
         #[test]

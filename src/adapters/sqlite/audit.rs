@@ -161,6 +161,7 @@ impl MemoryClient for SqliteStore {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
     #[test]
     fn cursors_round_trip_and_garbage_is_refused() {
@@ -178,12 +179,6 @@ mod tests {
             assert_eq!(decode_cursor(bad), None, "{bad}");
         }
     }
-}
-
-#[cfg(test)]
-mod proptests {
-    use super::*;
-    use proptest::prelude::*;
 
     proptest! {
         #[test]

@@ -127,6 +127,7 @@ fn tracestate_value(value: &str) -> bool {
 mod tests {
     use super::*;
     use crate::app::telemetry::CallSpan;
+    use proptest::prelude::*;
 
     const TP: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
 
@@ -220,12 +221,6 @@ mod tests {
         assert!(state.len() <= 512, "{}", state.len());
         assert_eq!(&*state, members[..8].join(",").as_str());
     }
-}
-
-#[cfg(test)]
-mod proptests {
-    use super::*;
-    use proptest::prelude::*;
 
     proptest! {
         #[test]

@@ -336,6 +336,4 @@ pub fn text_of(value: &Value) -> String {
 
 mod envelope;
 #[cfg(test)]
-mod proptests;
-#[cfg(test)]
 mod tests;

@@ -76,12 +76,6 @@ impl Slots {
             tenant,
         })
     }
-
-    /// Runs holding a slot now.
-    #[cfg(test)]
-    fn in_use(&self) -> usize {
-        lock(&self.counts).total
-    }
 }
 
 impl Drop for Slot {
@@ -100,6 +94,13 @@ impl Drop for Slot {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    impl Slots {
+        /// Runs holding a slot now.
+        fn in_use(&self) -> usize {
+            lock(&self.counts).total
+        }
+    }
 
     fn tenant(n: u8) -> TenantId {
         TenantId::parse(&format!("00000000-0000-4000-8000-0000000000{n:02x}")).unwrap()
