@@ -177,7 +177,7 @@ async fn identity(config: &Config) -> Vec<Check> {
                     .collect::<Vec<_>>()
                     .join("; "),
             ),
-            Err(e) => (false, e),
+            Err(e) => (false, format!("{e:#}")),
         };
         checks.push(Check {
             name: "identity",

@@ -58,7 +58,7 @@ async fn ports_on(config: &Config, clock: Arc<dyn Clock>) -> Result<Ports, Confi
         (Some(url), _) if url.starts_with("postgres") => {
             match PgStore::connect(url, Arc::clone(&clock)).await {
                 Ok(pg) => {
-                    pg.refuse_open_rls().await.map_err(ConfigError)?;
+                    pg.refuse_open_rls().await.map_err(ConfigError::from)?;
                     (Arc::new(pg.clone()), Arc::new(pg.clone()), Arc::new(pg))
                 }
                 Err(why) => {
@@ -136,10 +136,10 @@ fn memory(config: &Config, store: Option<SqliteStore>) -> Arc<dyn MemoryClient> 
 }
 
 /// The embedded SQLite file: `--database-url sqlite:PATH`, else `<data-dir>/bridge.sqlite3`.
-async fn open_store(config: &Config, clock: Arc<dyn Clock>) -> Result<SqliteStore, String> {
+async fn open_store(config: &Config, clock: Arc<dyn Clock>) -> anyhow::Result<SqliteStore> {
     let dir = &config.data_dir;
     create_private_dir(dir)
-        .map_err(|e| format!("cannot create the data dir {}: {e}", dir.display()))?;
+        .map_err(|e| anyhow::anyhow!("cannot create the data dir {}: {e}", dir.display()))?;
     let path = match config
         .database_url
         .as_deref()
@@ -150,7 +150,7 @@ async fn open_store(config: &Config, clock: Arc<dyn Clock>) -> Result<SqliteStor
     };
     SqliteStore::open(&path, clock)
         .await
-        .map_err(|e| format!("{e} ({})", path.display()))
+        .map_err(|e| anyhow::anyhow!("{e} ({})", path.display()))
 }
 
 /// Creates the data dir readable by its owner only (it will hold keys and tenant data).
@@ -211,7 +211,7 @@ pub fn issuers(config: &Config) -> Result<(Vec<Issuer>, Option<DevKey>), ConfigE
     let mut issuers = Vec::new();
     let mut dev_key = None;
     if id.dev {
-        let key = DevKey::load_or_create(&config.data_dir).map_err(ConfigError)?;
+        let key = DevKey::load_or_create(&config.data_dir).map_err(ConfigError::from)?;
         issuers.push(Issuer::with_keys(
             DEV_ISSUER,
             vec![VerifyingKey::dev(key.decoding_key())],
@@ -230,7 +230,7 @@ pub fn issuers(config: &Config) -> Result<(Vec<Issuer>, Option<DevKey>), ConfigE
         issuers.push(Issuer::with_keys(iss.clone(), vec![key]));
     }
     if let (Some(url), Some(iss)) = (&id.jwks_url, &id.jwt_issuer) {
-        issuers.push(Issuer::with_jwks(iss.clone(), url).map_err(ConfigError)?);
+        issuers.push(Issuer::with_jwks(iss.clone(), url).map_err(ConfigError::from)?);
     }
     if issuers.is_empty() {
         return Err(ConfigError(
@@ -247,7 +247,7 @@ pub fn issuers(config: &Config) -> Result<(Vec<Issuer>, Option<DevKey>), ConfigE
 /// When the key cannot be read or created, or is too short.
 pub fn session_key(config: &Config) -> Result<Vec<u8>, ConfigError> {
     crate::app::keys::session::load(config.session_key_file.as_deref(), &config.data_dir)
-        .map_err(ConfigError)
+        .map_err(ConfigError::from)
 }
 
 /// Lifetime of the `--dev` token: 30 days.
@@ -258,7 +258,7 @@ const DEV_TTL_S: i64 = 30 * 24 * 3600;
 /// # Errors
 /// When the dev key cannot be loaded.
 pub fn dev_bearer_token(config: &Config) -> Result<String, ConfigError> {
-    let key = DevKey::load_or_create(&config.data_dir).map_err(ConfigError)?;
+    let key = DevKey::load_or_create(&config.data_dir).map_err(ConfigError::from)?;
     local_dev_token(config, &key, SystemClock.now())
 }
 
@@ -273,7 +273,7 @@ fn local_dev_token(config: &Config, key: &DevKey, now: Timestamp) -> Result<Stri
         "local-dev",
         DEV_TTL_S,
     )
-    .map_err(ConfigError)
+    .map_err(ConfigError::from)
 }
 
 fn all_scopes() -> String {
@@ -309,7 +309,7 @@ pub fn dev_token(config: &Config, req: &DevTokenRequest) -> Result<String, Confi
     crate::domain::TenantId::parse(&req.tenant)
         .map_err(|_| ConfigError("--tenant must be a UUID".into()))?;
     let ttl_s = parse_ttl(&req.ttl)?;
-    let key = DevKey::load_or_create(&config.data_dir).map_err(ConfigError)?;
+    let key = DevKey::load_or_create(&config.data_dir).map_err(ConfigError::from)?;
     let now = SystemClock.now();
     let Some(tool) = &req.confirm else {
         let scopes = req.scopes.clone().unwrap_or_else(all_scopes);
@@ -322,7 +322,7 @@ pub fn dev_token(config: &Config, req: &DevTokenRequest) -> Result<String, Confi
                 &req.sub,
                 ttl_s,
             )
-            .map_err(ConfigError);
+            .map_err(ConfigError::from);
     };
     if crate::domain::Tool::from_name(tool).is_none() {
         return Err(ConfigError(format!("--confirm: unknown tool {tool:?}")));
@@ -334,7 +334,7 @@ pub fn dev_token(config: &Config, req: &DevTokenRequest) -> Result<String, Confi
     let sha = crate::app::service::confirmation::args_sha256(&args);
     let audience = &config.identity.audience;
     key.confirmation_token(now, audience, &req.tenant, &req.sub, tool, &sha, ttl_s)
-        .map_err(ConfigError)
+        .map_err(ConfigError::from)
 }
 
 /// `30s`, `15m`, `1h`, `30d`.
@@ -384,6 +384,6 @@ pub async fn app(config: &Config) -> Result<App, ConfigError> {
 ///
 /// # Errors
 /// A user-safe description of what failed.
-pub async fn migrate_postgres(url: &str) -> Result<(), String> {
+pub async fn migrate_postgres(url: &str) -> anyhow::Result<()> {
     crate::adapters::postgres::migrate(url).await
 }

@@ -88,7 +88,7 @@ pub struct Workflow {
     pub steps: Vec<Step>,
     /// The compiled `input_schema`, or why it does not compile: see [`Workflow::validator`].
     #[serde(skip)]
-    validator: OnceLock<Result<jsonschema::Validator, String>>,
+    validator: OnceLock<Result<jsonschema::Validator, jsonschema::ValidationError<'static>>>,
 }
 
 impl Workflow {
@@ -97,17 +97,17 @@ impl Workflow {
     /// # Errors
     /// The compiler's message when the schema does not compile (a loaded directory
     /// catalogue has already been checked; the bundled one is checked by its unit test).
-    pub fn validator(&self) -> Result<&jsonschema::Validator, &str> {
+    pub fn validator(
+        &self,
+    ) -> Result<&jsonschema::Validator, &jsonschema::ValidationError<'static>> {
         self.validator
             .get_or_init(|| {
                 jsonschema::options()
                     .with_draft(jsonschema::Draft::Draft202012)
                     .should_validate_formats(true)
                     .build(&self.input_schema)
-                    .map_err(|e| e.to_string())
             })
             .as_ref()
-            .map_err(String::as_str)
     }
 }
 
@@ -237,7 +237,7 @@ fn bundled_persona(id: &str) -> Option<Persona> {
     let file = format!("{id}.json");
     let (_, text) = bundled::BUNDLED.iter().find(|(name, _)| *name == file)?;
     let persona: Persona = serde_json::from_str(text).ok()?;
-    check_persona(&persona, Schemas::OnFirstUse).ok()?;
+    check_persona(&file, &persona, Schemas::OnFirstUse).ok()?;
     Some(persona)
 }
 
@@ -259,7 +259,7 @@ fn parse(
                 format!("duplicate persona id '{}'", persona.id),
             ));
         }
-        check_persona(&persona, schemas).map_err(|what| invalid(file, what))?;
+        check_persona(file, &persona, schemas)?;
         personas.push(persona);
     }
     if personas.is_empty() {
@@ -285,49 +285,69 @@ fn invalid(file: &str, what: String) -> CatalogError {
 }
 
 /// Checks one persona and, when asked, compiles its workflows' input schemas.
-fn check_persona(persona: &Persona, schemas: Schemas) -> Result<(), String> {
-    check_id("persona", &persona.id)?;
+fn check_persona(file: &str, persona: &Persona, schemas: Schemas) -> Result<(), CatalogError> {
+    check_id(file, "persona", &persona.id)?;
     if persona.workflows.is_empty() {
-        return Err(format!("persona '{}' has no workflows", persona.id));
+        return Err(invalid(
+            file,
+            format!("persona '{}' has no workflows", persona.id),
+        ));
     }
     let mut workflow_ids = HashSet::new();
     for workflow in &persona.workflows {
         let at = format!("{}/{}", persona.id, workflow.id);
-        check_id("workflow", &workflow.id)?;
+        check_id(file, "workflow", &workflow.id)?;
         if !workflow_ids.insert(workflow.id.clone()) {
-            return Err(format!("duplicate workflow id '{at}'"));
+            return Err(invalid(file, format!("duplicate workflow id '{at}'")));
         }
         if schemas == Schemas::AtLoad {
             workflow
                 .validator()
-                .map_err(|e| format!("{at}: input_schema does not compile: {e}"))?;
+                .map_err(|e| invalid(file, format!("{at}: input_schema does not compile: {e}")))?;
         }
         let none = serde_json::Map::new();
         let properties = match workflow.input_schema.get("properties") {
             None => &none,
             Some(Value::Object(map)) => map,
-            Some(_) => return Err(format!("{at}: input_schema.properties must be an object")),
+            Some(_) => {
+                return Err(invalid(
+                    file,
+                    format!("{at}: input_schema.properties must be an object"),
+                ));
+            }
         };
         if workflow.steps.is_empty() {
-            return Err(format!("{at}: a workflow needs at least one step"));
+            return Err(invalid(
+                file,
+                format!("{at}: a workflow needs at least one step"),
+            ));
         }
         let mut step_ids = HashSet::new();
         for step in &workflow.steps {
-            check_id("step", &step.id)?;
+            check_id(file, "step", &step.id)?;
             if !step_ids.insert(step.id.as_str()) {
-                return Err(format!("{at}: duplicate step id '{}'", step.id));
+                return Err(invalid(
+                    file,
+                    format!("{at}: duplicate step id '{}'", step.id),
+                ));
             }
             if let Some(name) = template::placeholders(&step.template)
                 .into_iter()
                 .find(|name| !properties.contains_key(*name))
             {
-                return Err(format!(
-                    "{at}/{}: template references '{{{{{name}}}}}', which is not an input property",
-                    step.id
+                return Err(invalid(
+                    file,
+                    format!(
+                        "{at}/{}: template references '{{{{{name}}}}}', which is not an input property",
+                        step.id
+                    ),
                 ));
             }
             if step.artifact.as_deref().is_some_and(str::is_empty) {
-                return Err(format!("{at}/{}: artifact name is empty", step.id));
+                return Err(invalid(
+                    file,
+                    format!("{at}/{}: artifact name is empty", step.id),
+                ));
             }
         }
     }
@@ -335,7 +355,7 @@ fn check_persona(persona: &Persona, schemas: Schemas) -> Result<(), String> {
 }
 
 /// Ids go into `persona/workflow` strings and messages: keep them kebab-case.
-fn check_id(kind: &str, id: &str) -> Result<(), String> {
+fn check_id(file: &str, kind: &str, id: &str) -> Result<(), CatalogError> {
     let ok = !id.is_empty()
         && id.len() <= 64
         && id
@@ -344,8 +364,9 @@ fn check_id(kind: &str, id: &str) -> Result<(), String> {
     if ok {
         Ok(())
     } else {
-        Err(format!(
-            "{kind} id '{id}' must be 1 to 64 of a-z, 0-9 and -"
+        Err(invalid(
+            file,
+            format!("{kind} id '{id}' must be 1 to 64 of a-z, 0-9 and -"),
         ))
     }
 }

@@ -15,16 +15,16 @@ use std::path::{Path, PathBuf};
 ///
 /// # Errors
 /// When the directory or the file cannot be created.
-pub fn publish(dir: &Path, name: &str, content: &[u8]) -> Result<(), String> {
+pub fn publish(dir: &Path, name: &str, content: &[u8]) -> anyhow::Result<()> {
     let path = dir.join(name);
     let mut builder = std::fs::DirBuilder::new();
     builder.recursive(true);
     std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
     builder
         .create(dir)
-        .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", dir.display()))?;
     let mut suffix = [0u8; 8];
-    getrandom::fill(&mut suffix).map_err(|e| format!("no randomness: {e}"))?;
+    getrandom::fill(&mut suffix).map_err(|e| anyhow::anyhow!("no randomness: {e}"))?;
     let tmp = dir.join(format!(".{name}.{}", u64::from_le_bytes(suffix)));
     let mut options = std::fs::OpenOptions::new();
     options.write(true).create_new(true);
@@ -32,11 +32,11 @@ pub fn publish(dir: &Path, name: &str, content: &[u8]) -> Result<(), String> {
     let written = options
         .open(&tmp)
         .and_then(|mut f| f.write_all(content).and_then(|()| f.sync_all()))
-        .map_err(|e| format!("cannot write {}: {e}", tmp.display()));
+        .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", tmp.display()));
     let published = written.and_then(|()| match std::fs::hard_link(&tmp, &path) {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
-        Err(e) => Err(format!("cannot create {}: {e}", path.display())),
+        Err(e) => Err(anyhow::anyhow!("cannot create {}: {e}", path.display())),
     });
     let _ = std::fs::remove_file(&tmp);
     published

@@ -65,14 +65,16 @@ impl Jwks {
     ///
     /// # Errors
     /// When the URL is not acceptable.
-    pub(super) fn new(url: &str) -> Result<Jwks, String> {
-        let url = reqwest::Url::parse(url).map_err(|e| format!("--jwks-url: {e}"))?;
+    pub(super) fn new(url: &str) -> anyhow::Result<Jwks> {
+        let url = reqwest::Url::parse(url).map_err(|e| anyhow::anyhow!("--jwks-url: {e}"))?;
         let loopback = matches!(
             url.host_str(),
             Some("localhost" | "127.0.0.1" | "[::1]" | "::1")
         );
         if !(url.scheme() == "https" || (url.scheme() == "http" && loopback)) {
-            return Err("--jwks-url must be https:// (http:// only for a loopback host)".into());
+            return Err(anyhow::anyhow!(
+                "--jwks-url must be https:// (http:// only for a loopback host)"
+            ));
         }
         let _ = rustls::crypto::ring::default_provider().install_default();
         let http = reqwest::Client::builder()
@@ -80,7 +82,7 @@ impl Jwks {
             .timeout(Duration::from_secs(5))
             .redirect(reqwest::redirect::Policy::none())
             .build()
-            .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
+            .map_err(|e| anyhow::anyhow!("cannot build the HTTP client: {e}"))?;
         Ok(Jwks {
             inner: Arc::new(Inner {
                 url,
@@ -137,7 +139,7 @@ impl Jwks {
     }
 
     /// Fetches the set now, bypassing the cache (for `check`).
-    pub(super) async fn fetch_now(&self) -> Result<Vec<VerifyingKey>, String> {
+    pub(super) async fn fetch_now(&self) -> anyhow::Result<Vec<VerifyingKey>> {
         self.inner.fetch().await.map(|(keys, _, _)| keys)
     }
 
@@ -186,7 +188,7 @@ impl Inner {
 
     /// Fetches the set and replaces the cached one if the answer is good; otherwise
     /// keeps the last good set and schedules a retry. Call with `fetching` held.
-    async fn refresh(&self) -> Result<(), String> {
+    async fn refresh(&self) -> anyhow::Result<()> {
         let fetched = self.fetch().await;
         let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
         let now = Instant::now();
@@ -217,18 +219,18 @@ impl Inner {
     }
 
     /// The usable signing keys of the set, the JWKs they came from, and its `max-age`.
-    async fn fetch(&self) -> Result<(Vec<VerifyingKey>, Vec<Jwk>, Option<Duration>), String> {
+    async fn fetch(&self) -> anyhow::Result<(Vec<VerifyingKey>, Vec<Jwk>, Option<Duration>)> {
         let mut resp = self
             .http
             .get(self.url.clone())
             .send()
             .await
-            .map_err(|e| format!("fetch failed: {e}"))?;
+            .map_err(|e| anyhow::anyhow!("fetch failed: {e}"))?;
         if !resp.status().is_success() {
-            return Err(format!("the JWKS URL answered {}", resp.status()));
+            return Err(anyhow::anyhow!("the JWKS URL answered {}", resp.status()));
         }
         let max_age = max_age(resp.headers());
-        let too_large = || format!("the JWKS is larger than {MAX_JWKS_BYTES} bytes");
+        let too_large = || anyhow::anyhow!("the JWKS is larger than {MAX_JWKS_BYTES} bytes");
         if resp
             .content_length()
             .is_some_and(|n| n > MAX_JWKS_BYTES as u64)
@@ -241,14 +243,15 @@ impl Inner {
         while let Some(chunk) = resp
             .chunk()
             .await
-            .map_err(|e| format!("read failed: {e}"))?
+            .map_err(|e| anyhow::anyhow!("read failed: {e}"))?
         {
             if bytes.len() + chunk.len() > MAX_JWKS_BYTES {
                 return Err(too_large());
             }
             bytes.extend_from_slice(&chunk);
         }
-        let set: JwkSet = serde_json::from_slice(&bytes).map_err(|e| format!("not a JWKS: {e}"))?;
+        let set: JwkSet =
+            serde_json::from_slice(&bytes).map_err(|e| anyhow::anyhow!("not a JWKS: {e}"))?;
         let (keys, jwks): (Vec<VerifyingKey>, Vec<Jwk>) = set
             .keys
             .into_iter()
@@ -256,7 +259,7 @@ impl Inner {
             .unzip();
         // An IdP never means "trust nothing" while tokens are live; treat it as a fault.
         if keys.is_empty() {
-            return Err("the JWKS holds no usable signing key".into());
+            return Err(anyhow::anyhow!("the JWKS holds no usable signing key"));
         }
         Ok((keys, jwks, max_age))
     }

@@ -21,7 +21,7 @@ impl VerifyingKey {
     ///
     /// # Errors
     /// When the PEM holds none of those.
-    pub fn from_pem(pem: &[u8]) -> Result<VerifyingKey, String> {
+    pub fn from_pem(pem: &[u8]) -> anyhow::Result<VerifyingKey> {
         use Algorithm::*;
         let (key, algorithms) = if let Ok(k) = DecodingKey::from_rsa_pem(pem) {
             (k, vec![RS256, RS384, RS512, PS256, PS384, PS512])
@@ -30,7 +30,9 @@ impl VerifyingKey {
         } else if let Ok(k) = DecodingKey::from_ed_pem(pem) {
             (k, vec![EdDSA])
         } else {
-            return Err("not an RSA, EC or Ed25519 public key in PEM".into());
+            return Err(anyhow::anyhow!(
+                "not an RSA, EC or Ed25519 public key in PEM"
+            ));
         };
         Ok(VerifyingKey {
             kid: None,

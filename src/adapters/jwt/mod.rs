@@ -63,7 +63,7 @@ impl Issuer {
     ///
     /// # Errors
     /// When the URL is not acceptable.
-    pub fn with_jwks(name: impl Into<String>, url: &str) -> Result<Issuer, String> {
+    pub fn with_jwks(name: impl Into<String>, url: &str) -> anyhow::Result<Issuer> {
         Ok(Issuer {
             name: name.into(),
             source: KeySource::Jwks(Box::new(Jwks::new(url)?)),
@@ -333,7 +333,7 @@ impl Issuer {
     ///
     /// # Errors
     /// Why the JWKS could not be fetched or held no usable key.
-    pub async fn describe(&self) -> Result<Vec<KeyInfo>, String> {
+    pub async fn describe(&self) -> anyhow::Result<Vec<KeyInfo>> {
         Ok(match &self.source {
             KeySource::Static(keys) => describe::key_infos(keys),
             KeySource::Jwks(jwks) => describe::key_infos(&jwks.fetch_now().await?),

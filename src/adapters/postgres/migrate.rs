@@ -59,23 +59,23 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// # Errors
 /// A user-safe description of what failed (the URL, which may hold a password, is not
 /// repeated).
-pub async fn migrate(url: &str) -> Result<(), String> {
+pub async fn migrate(url: &str) -> anyhow::Result<()> {
     let options = PgConnectOptions::from_str(url)
-        .map_err(|_| "the Postgres URL is malformed".to_owned())?
+        .map_err(|_| anyhow::anyhow!("the Postgres URL is malformed"))?
         .application_name("cyberos-mcp-bridge migrate");
     let mut conn = tokio::time::timeout(CONNECT_TIMEOUT, PgConnection::connect_with(&options))
         .await
-        .map_err(|_| "cannot connect to Postgres: no answer within 10 s".to_owned())?
-        .map_err(|e| format!("cannot connect to Postgres: {}", describe(&e)))?;
+        .map_err(|_| anyhow::anyhow!("cannot connect to Postgres: no answer within 10 s"))?
+        .map_err(|e| anyhow::anyhow!("cannot connect to Postgres: {}", describe(&e)))?;
     let result = apply(&mut conn).await;
     let _ = conn.close().await;
     result
 }
 
-async fn apply(conn: &mut PgConnection) -> Result<(), String> {
+async fn apply(conn: &mut PgConnection) -> anyhow::Result<()> {
     let failed = |what: &str| {
         let what = what.to_owned();
-        move |e: sqlx::Error| format!("{what}: {}", describe(&e))
+        move |e: sqlx::Error| anyhow::anyhow!("{what}: {}", describe(&e))
     };
     let mut tx = conn
         .begin()
@@ -113,7 +113,7 @@ async fn apply(conn: &mut PgConnection) -> Result<(), String> {
         match applied.iter().find(|(v, _)| *v == m.version) {
             Some((_, sum)) if *sum == checksum => continue,
             Some(_) => {
-                return Err(format!(
+                return Err(anyhow::anyhow!(
                     "migration {} was changed after it was applied; restore it and add a new migration instead",
                     m.version
                 ));

@@ -66,9 +66,9 @@ impl PgStore {
     /// # Errors
     /// A user-safe description when the URL is malformed (the URL is not repeated, it
     /// may hold a password).
-    pub async fn connect(url: &str, clock: Arc<dyn Clock>) -> Result<PgStore, String> {
+    pub async fn connect(url: &str, clock: Arc<dyn Clock>) -> anyhow::Result<PgStore> {
         let options = PgConnectOptions::from_str(url)
-            .map_err(|_| "the Postgres URL (--database-url) is malformed".to_owned())?
+            .map_err(|_| anyhow::anyhow!("the Postgres URL (--database-url) is malformed"))?
             .application_name("cyberos-mcp-bridge");
         let pool = PgPoolOptions::new()
             .max_connections(8)
@@ -96,7 +96,7 @@ impl PgStore {
     ///
     /// # Errors
     /// The operator's message, naming the roles and tables at fault.
-    pub async fn refuse_open_rls(&self) -> Result<(), String> {
+    pub async fn refuse_open_rls(&self) -> anyhow::Result<()> {
         let Ok(Ok(mut conn)) =
             tokio::time::timeout(ACQUIRE_TIMEOUT, PgConnection::connect_with(&self.options)).await
         else {
@@ -107,7 +107,7 @@ impl PgStore {
         if openings.is_empty() {
             Ok(())
         } else {
-            Err(guard::refusal(&openings))
+            Err(anyhow::anyhow!(guard::refusal(&openings)))
         }
     }
 

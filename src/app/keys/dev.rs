@@ -36,23 +36,23 @@ impl DevKey {
     ///
     /// # Errors
     /// When the file cannot be created or read, or does not hold an Ed25519 key.
-    pub fn load_or_create(data_dir: &Path) -> Result<DevKey, String> {
+    pub fn load_or_create(data_dir: &Path) -> anyhow::Result<DevKey> {
         let path = data_dir.join(FILE_NAME);
         if !path.exists() {
             create(data_dir)?;
         }
         let pem = std::fs::read_to_string(&path)
-            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+            .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", path.display()))?;
         let signing = SigningKey::from_pkcs8_pem(&pem)
-            .map_err(|_| format!("{} does not hold an Ed25519 key", path.display()))?;
+            .map_err(|_| anyhow::anyhow!("{} does not hold an Ed25519 key", path.display()))?;
         let public = signing
             .verifying_key()
             .to_public_key_pem(LineEnding::LF)
-            .map_err(|e| format!("cannot encode the dev public key: {e}"))?;
-        let encoding =
-            EncodingKey::from_ed_pem(pem.as_bytes()).map_err(|e| format!("dev key: {e}"))?;
-        let decoding =
-            DecodingKey::from_ed_pem(public.as_bytes()).map_err(|e| format!("dev key: {e}"))?;
+            .map_err(|e| anyhow::anyhow!("cannot encode the dev public key: {e}"))?;
+        let encoding = EncodingKey::from_ed_pem(pem.as_bytes())
+            .map_err(|e| anyhow::anyhow!("dev key: {e}"))?;
+        let decoding = DecodingKey::from_ed_pem(public.as_bytes())
+            .map_err(|e| anyhow::anyhow!("dev key: {e}"))?;
         Ok(DevKey {
             encoding,
             decoding,
@@ -69,9 +69,9 @@ impl DevKey {
     ///
     /// # Errors
     /// Only if signing fails, which would be a bug.
-    pub fn sign(&self, claims: &Value) -> Result<String, String> {
+    pub fn sign(&self, claims: &Value) -> anyhow::Result<String> {
         jsonwebtoken::encode(&Header::new(Algorithm::EdDSA), claims, &self.encoding)
-            .map_err(|e| format!("cannot sign: {e}"))
+            .map_err(|e| anyhow::anyhow!("cannot sign: {e}"))
     }
 
     /// A bearer token for `tenant` with `scopes` (space-separated), issued `now` and valid
@@ -87,7 +87,7 @@ impl DevKey {
         scopes: &str,
         sub: &str,
         ttl_s: i64,
-    ) -> Result<String, String> {
+    ) -> anyhow::Result<String> {
         let now = unix_seconds(now);
         self.sign(&json!({
             "iss": DEV_ISSUER, "aud": audience, "sub": sub, "tenant_id": tenant,
@@ -110,7 +110,7 @@ impl DevKey {
         tool: &str,
         args_sha256: &str,
         ttl_s: i64,
-    ) -> Result<String, String> {
+    ) -> anyhow::Result<String> {
         let now = unix_seconds(now);
         self.sign(&json!({
             "iss": DEV_ISSUER, "aud": audience, "sub": sub, "tenant_id": tenant,
@@ -126,18 +126,18 @@ fn unix_seconds(t: Timestamp) -> i64 {
 }
 
 /// A fresh token id: 128 random bits in hex.
-fn jti() -> Result<String, String> {
+fn jti() -> anyhow::Result<String> {
     let mut bytes = [0u8; 16];
-    getrandom::fill(&mut bytes).map_err(|e| format!("no randomness: {e}"))?;
+    getrandom::fill(&mut bytes).map_err(|e| anyhow::anyhow!("no randomness: {e}"))?;
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
 /// Writes a new key, atomically and privately.
-fn create(data_dir: &Path) -> Result<(), String> {
+fn create(data_dir: &Path) -> anyhow::Result<()> {
     let mut seed = [0u8; 32];
-    getrandom::fill(&mut seed).map_err(|e| format!("no randomness: {e}"))?;
+    getrandom::fill(&mut seed).map_err(|e| anyhow::anyhow!("no randomness: {e}"))?;
     let pem = SigningKey::from_bytes(&seed)
         .to_pkcs8_pem(LineEnding::LF)
-        .map_err(|e| format!("cannot encode the dev key: {e}"))?;
+        .map_err(|e| anyhow::anyhow!("cannot encode the dev key: {e}"))?;
     crate::support::private_file::publish(data_dir, FILE_NAME, pem.as_bytes())
 }

@@ -14,14 +14,14 @@ pub const MIN_KEY_BYTES: usize = 32;
 ///
 /// # Errors
 /// When the file cannot be read or created, or holds no hex key of 32 bytes or more.
-pub fn load(file: Option<&Path>, data_dir: &Path) -> Result<Vec<u8>, String> {
+pub fn load(file: Option<&Path>, data_dir: &Path) -> anyhow::Result<Vec<u8>> {
     let path = match file {
         Some(path) => path.to_path_buf(),
         None => {
             let path = data_dir.join(FILE_NAME);
             if !path.exists() {
                 let mut key = [0u8; MIN_KEY_BYTES];
-                getrandom::fill(&mut key).map_err(|e| format!("no randomness: {e}"))?;
+                getrandom::fill(&mut key).map_err(|e| anyhow::anyhow!("no randomness: {e}"))?;
                 let hex = format!("{}\n", HEXLOWER_PERMISSIVE.encode(&key));
                 crate::support::private_file::publish(data_dir, FILE_NAME, hex.as_bytes())?;
             }
@@ -29,12 +29,12 @@ pub fn load(file: Option<&Path>, data_dir: &Path) -> Result<Vec<u8>, String> {
         }
     };
     let text = std::fs::read_to_string(&path)
-        .map_err(|e| format!("cannot read the session key {}: {e}", path.display()))?;
+        .map_err(|e| anyhow::anyhow!("cannot read the session key {}: {e}", path.display()))?;
     let key = HEXLOWER_PERMISSIVE
         .decode(text.trim().as_bytes())
-        .map_err(|_| format!("the session key {} is not hex", path.display()))?;
+        .map_err(|_| anyhow::anyhow!("the session key {} is not hex", path.display()))?;
     if key.len() < MIN_KEY_BYTES {
-        return Err(format!(
+        return Err(anyhow::anyhow!(
             "the session key {} is {} bytes; use {MIN_KEY_BYTES} or more (e.g. `openssl rand -hex 32`)",
             path.display(),
             key.len()

@@ -29,7 +29,7 @@ pub fn span_export(config: &Config) -> Result<Option<Otlp>, ConfigError> {
         .as_ref()
         .map(otlp::start)
         .transpose()
-        .map_err(ConfigError)
+        .map_err(ConfigError::from)
 }
 
 /// Metrics for commands that run tools: pushed to the OTLP collector when one is set, and
@@ -45,13 +45,13 @@ pub fn metrics(config: &Config, scrape: bool) -> Result<Option<Meters>, ConfigEr
     if push.is_none() && !scrape {
         return Ok(None);
     }
-    let meters = Meters::start(push.as_ref(), scrape).map_err(ConfigError)?;
+    let meters = Meters::start(push.as_ref(), scrape).map_err(ConfigError::from)?;
     crate::app::telemetry::record_metrics(true);
     Ok(Some(meters))
 }
 
 /// Renders the metrics in the Prometheus text exposition format.
-pub type Render = Arc<dyn Fn() -> Result<String, String> + Send + Sync>;
+pub type Render = Arc<dyn Fn() -> anyhow::Result<String> + Send + Sync>;
 
 /// What `GET /metrics` serves, when [`metrics`] set up a scrape.
 pub fn scrape(meters: Option<&Meters>) -> Option<Render> {

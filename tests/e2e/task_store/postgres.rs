@@ -225,12 +225,15 @@ async fn a_down_database_fails_fast_as_upstream_unavailable() {
         "bounded by the acquire timeout"
     );
 
-    let e = postgres::migrate(&url).await.unwrap_err();
+    let e = format!("{:#}", postgres::migrate(&url).await.unwrap_err());
     assert!(!e.contains("s3cret"), "{e}");
     assert!(e.starts_with("cannot connect to Postgres"), "{e}");
     let e = PgStore::connect("postgres://bridge:s3cret@[nope/x", Arc::new(SystemClock))
         .await
         .err()
         .unwrap();
-    assert_eq!(e, "the Postgres URL (--database-url) is malformed");
+    assert_eq!(
+        format!("{e:#}"),
+        "the Postgres URL (--database-url) is malformed"
+    );
 }

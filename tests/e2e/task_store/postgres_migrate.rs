@@ -64,7 +64,7 @@ async fn migrate_is_idempotent_and_concurrent_runs_all_succeed() {
         .execute("UPDATE plugin_host.schema_migrations SET checksum = 'edited'")
         .await
         .unwrap();
-    let e = postgres::migrate(&db.url).await.unwrap_err();
+    let e = format!("{:#}", postgres::migrate(&db.url).await.unwrap_err());
     assert!(e.contains("migration 1 was changed"), "{e}");
 }
 

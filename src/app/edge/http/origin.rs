@@ -9,6 +9,8 @@ use axum::http::HeaderMap;
 use axum::http::header::{HOST, ORIGIN};
 use reqwest::Url;
 
+use crate::app::config::ConfigError;
+
 /// An allowed browser origin: exact (`https://app.example.com`), or every subdomain of a
 /// domain (`https://*.example.com`) with the same scheme and port.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -31,8 +33,8 @@ impl OriginPattern {
     ///
     /// # Errors
     /// A sentence saying what is wrong with it.
-    pub fn parse(pattern: &str) -> Result<OriginPattern, String> {
-        let bad = |why: &str| format!("--cors-origin {pattern:?}: {why}");
+    pub fn parse(pattern: &str) -> Result<OriginPattern, ConfigError> {
+        let bad = |why: &str| ConfigError(format!("--cors-origin {pattern:?}: {why}"));
         let (scheme, rest) = pattern
             .split_once("://")
             .ok_or_else(|| bad("use an origin like https://app.example.com"))?;

@@ -76,7 +76,7 @@ impl HttpSettings {
         let cors = config
             .cors_origins
             .iter()
-            .map(|p| OriginPattern::parse(p.trim()).map_err(ConfigError))
+            .map(|p| OriginPattern::parse(p.trim()))
             .collect::<Result<Vec<_>, _>>()?;
         let authorization_servers = config
             .authorization_server

@@ -25,8 +25,9 @@ const TEXT_FORMAT: &str = "text/plain; version=0.0.4; charset=utf-8";
 ///
 /// # Errors
 /// The address cannot be bound.
-pub async fn serve_metrics(addr: SocketAddr, render: Render) -> Result<(), String> {
-    let refused = |e: std::io::Error| format!("--metrics-listen: cannot listen on {addr}: {e}");
+pub async fn serve_metrics(addr: SocketAddr, render: Render) -> anyhow::Result<()> {
+    let refused =
+        |e: std::io::Error| anyhow::anyhow!("--metrics-listen: cannot listen on {addr}: {e}");
     let listener = TcpListener::bind(addr).await.map_err(refused)?;
     let bound = listener.local_addr().map_err(refused)?;
     let routes = Router::new()

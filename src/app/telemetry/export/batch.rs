@@ -28,15 +28,15 @@ impl BoundedBatch {
     ///
     /// # Errors
     /// The runtime, thread or exporter could not be created.
-    pub fn start<E, F>(resource: &Resource, make: F) -> Result<BoundedBatch, String>
+    pub fn start<E, F>(resource: &Resource, make: F) -> anyhow::Result<BoundedBatch>
     where
         E: SpanExporter + 'static,
-        F: FnOnce() -> Result<E, String>,
+        F: FnOnce() -> anyhow::Result<E>,
     {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
-            .map_err(|e| format!("cannot start the span export runtime: {e}"))?;
+            .map_err(|e| anyhow::anyhow!("cannot start the span export runtime: {e}"))?;
         let mut exporter = {
             let _inside = runtime.enter();
             make()?
@@ -60,7 +60,7 @@ impl BoundedBatch {
                 ));
                 worker_queue.closed.store(true, Ordering::Release);
             })
-            .map_err(|e| format!("cannot start the span export thread: {e}"))?;
+            .map_err(|e| anyhow::anyhow!("cannot start the span export thread: {e}"))?;
         Ok(BoundedBatch {
             queue,
             control,

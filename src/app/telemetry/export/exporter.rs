@@ -50,29 +50,29 @@ macro_rules! build_for {
                 .with_timeout(EXPORT_TIMEOUT)
                 .build(),
         };
-        built.map_err(|e| format!("--otlp-endpoint: {e}"))
+        built.map_err(|e| anyhow::anyhow!("--otlp-endpoint: {e}"))
     }};
 }
 
 /// The span exporter for `target`; call it inside the Tokio runtime that will run it.
-pub(super) fn spans(target: &Target) -> Result<opentelemetry_otlp::SpanExporter, String> {
+pub(super) fn spans(target: &Target) -> anyhow::Result<opentelemetry_otlp::SpanExporter> {
     build_for!(opentelemetry_otlp::SpanExporter::builder(), target)
 }
 
 /// The metric exporter for `target` (cumulative, as Prometheus counts); call it inside the
 /// Tokio runtime that will run it.
-pub(super) fn metrics(target: &Target) -> Result<opentelemetry_otlp::MetricExporter, String> {
+pub(super) fn metrics(target: &Target) -> anyhow::Result<opentelemetry_otlp::MetricExporter> {
     build_for!(opentelemetry_otlp::MetricExporter::builder(), target)
 }
 
 /// The HTTP client: the bridge's own reqwest, with rustls on the ring provider.
-fn http_client() -> Result<reqwest::Client, String> {
+fn http_client() -> anyhow::Result<reqwest::Client> {
     let _ = rustls::crypto::ring::default_provider().install_default();
     reqwest::Client::builder()
         .timeout(EXPORT_TIMEOUT)
         .redirect(reqwest::redirect::Policy::none())
         .build()
-        .map_err(|e| format!("cannot build the OTLP/HTTP client: {e}"))
+        .map_err(|e| anyhow::anyhow!("cannot build the OTLP/HTTP client: {e}"))
 }
 
 /// TLS for `https://` gRPC collectors, trusting the Mozilla root set.

@@ -29,10 +29,10 @@ impl Scrape {
     ///
     /// # Errors
     /// The registry could not be encoded.
-    pub fn render(&self) -> Result<String, String> {
+    pub fn render(&self) -> anyhow::Result<String> {
         prometheus::TextEncoder::new()
             .encode_to_string(&self.registry.gather())
-            .map_err(|e| e.to_string())
+            .map_err(anyhow::Error::from)
     }
 }
 
@@ -42,7 +42,7 @@ impl Meters {
     ///
     /// # Errors
     /// The OTLP endpoint is unusable, or a reader could not start.
-    pub fn start(push: Option<&Target>, scrape: bool) -> Result<Meters, String> {
+    pub fn start(push: Option<&Target>, scrape: bool) -> anyhow::Result<Meters> {
         let mut builder = SdkMeterProvider::builder().with_resource(resource());
         let mut state = None;
         if let Some(target) = push {
@@ -57,7 +57,7 @@ impl Meters {
             let reader = opentelemetry_prometheus::exporter()
                 .with_registry(registry.clone())
                 .build()
-                .map_err(|e| format!("cannot set up the Prometheus scrape: {e}"))?;
+                .map_err(|e| anyhow::anyhow!("cannot set up the Prometheus scrape: {e}"))?;
             builder = builder.with_reader(reader);
             scraped = Some(Scrape { registry });
         }

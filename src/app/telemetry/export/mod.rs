@@ -81,7 +81,7 @@ impl Otlp {
 ///
 /// # Errors
 /// The endpoint is not a valid URL, or the export thread could not start.
-pub fn start(target: &Target) -> Result<Otlp, String> {
+pub fn start(target: &Target) -> anyhow::Result<Otlp> {
     let resource = exporter::resource();
     let target = target.clone();
     let processor = BoundedBatch::start(&resource, move || exporter::spans(&target))?;

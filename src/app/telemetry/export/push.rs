@@ -33,11 +33,11 @@ pub(super) struct Push {
 
 impl Push {
     /// Builds the exporter for `target` inside a new runtime.
-    pub(super) fn start(target: &Target, state: Arc<PushState>) -> Result<Push, String> {
+    pub(super) fn start(target: &Target, state: Arc<PushState>) -> anyhow::Result<Push> {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
-            .map_err(|e| format!("cannot start the metric export runtime: {e}"))?;
+            .map_err(|e| anyhow::anyhow!("cannot start the metric export runtime: {e}"))?;
         let inner = {
             let _inside = runtime.enter();
             super::exporter::metrics(target)?
