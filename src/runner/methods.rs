@@ -26,7 +26,7 @@ const MAX_LIMIT: u64 = 10;
 pub struct Runner {
     catalog: Catalog,
     /// Built by the first `route`: a run's child (one workflow or skill, then exit) never
-    /// routes, and building it was most of such a child's start-up CPU.
+    /// routes, so it never pays for the index.
     index: OnceLock<Routes>,
     pace: Duration,
 }

@@ -144,8 +144,8 @@ impl ProcessCuoRunner {
         progress: &dyn ProgressSink,
     ) -> Result<Value, DomainError> {
         // A child's start-up (exec, loading, its first request) wants a CPU; hundreds of
-        // runs started at once held the bridge's own threads off the CPUs for tens of ms
-        // at a time (the task-handle tail of `cargo bench --bench tasks`). So only a few
+        // runs started at once would hold the bridge's own threads off the CPUs
+        // (`cargo bench --bench tasks` shows it in the task-handle tail). So only a few
         // children are starting at any moment: each until its first line, or for
         // STARTING_FOR when it says nothing sooner.
         let mut starting = Some(

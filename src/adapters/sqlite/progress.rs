@@ -15,7 +15,7 @@ fn down(e: sqlx::Error) -> DomainError {
 /// Records `entry` as the latest message of a running task and appends it to the task's
 /// log, in one transaction sent as one batch: the write connection is held for the
 /// transaction, not across the waits of this task between statements (on a busy runtime
-/// those were the tail of everyone queued behind it). Then keeps only the newest
+/// everyone queued behind it would wait them out too). Then keeps only the newest
 /// [`PROGRESS_LOG_MAX`] entries. Returns whether the task was running here.
 pub(super) async fn record(
     conn: &mut sqlx::SqliteConnection,

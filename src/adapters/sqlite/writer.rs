@@ -2,8 +2,8 @@
 //!
 //! SQLite runs one writer at a time. Writers of one process that meet on the file lock
 //! wait in its busy handler, which sleeps 1, 2, 5, 10 … ms between tries; on a single
-//! connection they queue in order instead (measured: the busy handler's sleeps were the
-//! task handle's tail). The busy timeout is left for other processes sharing the file.
+//! connection they queue in order instead, and no request waits out a sleep. The busy
+//! timeout is left for other processes sharing the file.
 //!
 //! A request waits on its write (a new task, a confirmation, an audit row, an
 //! elicitation); runs write in the background (progress, outcomes, leases, sweeps).

@@ -417,7 +417,7 @@ fn is_supported_request(v: &str) -> bool {
 
 /// `work` polled inside `span`, as `Instrumented` polls it, without its second entry:
 /// `Instrumented` enters the span again to drop the finished future, and each entry and
-/// exit goes through every layer (about 1.2k instructions per call). A call's future
+/// exit goes through every layer. A call's future
 /// holds nothing whose drop logs.
 async fn in_span<F: Future>(span: &tracing::Span, work: F) -> F::Output {
     let mut work = std::pin::pin!(work);

@@ -114,7 +114,7 @@ impl Identity {
         match &self.stdio {
             // Read in place: a token file is a few hundred bytes on a local disk, which
             // `std::fs` reads in three system calls, where `tokio::fs` hands each read to
-            // a blocking thread and back (two thread wake-ups per call, tens of µs).
+            // a blocking thread and back (two thread wake-ups per call).
             StdioToken::File(path) => match std::fs::read_to_string(path) {
                 Ok(token) => self.verifier.verify_recurring(token.trim()).await,
                 Err(e) => {

@@ -156,8 +156,7 @@ pub fn router(app: App, settings: HttpSettings, shutdown: CancellationToken) -> 
 /// JSON-RPC 500, around every route.
 ///
 /// A service around the router rather than an axum middleware: `from_fn` clones the
-/// service inside it and boxes another future on every request, about 2k instructions
-/// of a request's 60k.
+/// service inside it and boxes another future on every request.
 #[derive(Clone)]
 pub struct Routes {
     router: Router,

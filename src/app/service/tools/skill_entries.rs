@@ -12,7 +12,7 @@ use crate::domain::skill::Skill;
 
 /// Skills' listing entries, rendered once: the JSON of each (`name`, `description`, and
 /// `input_schema` when declared; never its path or entrypoint) and that JSON escaped for
-/// the result's text. Rendering and escaping were most of the instructions of a call.
+/// the result's text, so a call does not render and escape the same skills again.
 ///
 /// Keyed by the skill's identity: the index shares one `Arc` per skill until it reads the
 /// folders again, and the key holds that `Arc`, so its address cannot be reused while the
