@@ -129,7 +129,7 @@ fn unix_seconds(t: Timestamp) -> i64 {
 fn jti() -> anyhow::Result<String> {
     let mut bytes = [0u8; 16];
     getrandom::fill(&mut bytes).map_err(|e| anyhow::anyhow!("no randomness: {e}"))?;
-    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+    Ok(data_encoding::HEXLOWER.encode(&bytes))
 }
 
 /// Writes a new key, atomically and privately.
