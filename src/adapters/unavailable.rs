@@ -4,14 +4,16 @@
 
 use std::time::Duration;
 
+use crate::domain::approval::{Approval, ApprovalId, CallBinding, PageSecret, SecretKind, Settled};
 use crate::domain::cuo::{Persona, Route, Workflow, WorkflowOutcome};
 use crate::domain::memory::{AuditEntry, AuditPage, AuditQuery, AuditReceipt, NewAuditEntry};
 use crate::domain::session::{ClientAnswer, QuestionKey};
 use crate::domain::task::Task;
 use crate::domain::{CallCtx, DomainError, JsonText, TaskId, TenantId, Timestamp, Upstream};
 use crate::ports::{
-    ClientAnswers, ConfirmationLedger, CuoRunner, Finished, MemoryClient, NewTask, ProgressEntry,
-    ProgressSink, SkillRun, SweepReport, TaskOutcome, TaskPage, TaskStore, WorkflowRun,
+    Approvals, ClientAnswers, ConfirmationLedger, CuoRunner, Finished, MemoryClient, NewTask,
+    ProgressEntry, ProgressSink, SkillRun, SweepReport, TaskOutcome, TaskPage, TaskStore,
+    WorkflowRun,
 };
 
 /// An upstream that cannot be used, and why.
@@ -180,6 +182,48 @@ impl ClientAnswers for Unavailable {
     }
 
     async fn sweep(&self, _: Timestamp) -> Result<u64, DomainError> {
+        self.err()
+    }
+}
+
+#[async_trait::async_trait]
+impl Approvals for Unavailable {
+    async fn settle(&self, _: &CallBinding) -> Result<Option<Settled>, DomainError> {
+        self.err()
+    }
+
+    async fn request(
+        &self,
+        _: &CallBinding,
+        _: ApprovalId,
+        _: &str,
+    ) -> Result<Option<ApprovalId>, DomainError> {
+        self.err()
+    }
+
+    async fn find(&self, _: &ApprovalId) -> Result<Option<Approval>, DomainError> {
+        self.err()
+    }
+
+    async fn decide(
+        &self,
+        _: &TenantId,
+        _: &ApprovalId,
+        _: &str,
+        _: bool,
+    ) -> Result<bool, DomainError> {
+        self.err()
+    }
+
+    async fn keep_secret(&self, _: &PageSecret) -> Result<(), DomainError> {
+        self.err()
+    }
+
+    async fn take_secret(&self, _: SecretKind, _: &str) -> Result<Option<PageSecret>, DomainError> {
+        self.err()
+    }
+
+    async fn sweep(&self) -> Result<u64, DomainError> {
         self.err()
     }
 }

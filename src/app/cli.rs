@@ -76,6 +76,82 @@ pub async fn run(config: Config, command: Option<Command>) -> i32 {
             args,
             confirm,
         }) => call(&config, &tool, args.as_deref(), confirm).await,
+        Some(Command::Approve { id, yes }) => decide(&config, &id, true, yes).await,
+        Some(Command::Deny { id, yes }) => decide(&config, &id, false, yes).await,
+    }
+}
+
+/// `approve`/`deny`: shows approval `id` and records the verdict once the person at this
+/// terminal says yes (or `yes`). Whoever can open the store here is trusted, as with
+/// `call --confirm`.
+async fn decide(config: &Config, id: &str, approve: bool, yes: bool) -> i32 {
+    let verb = if approve { "approve" } else { "deny" };
+    let fail = |why: &str| {
+        eprintln!("cyberos-mcp-bridge {verb}: {why}");
+        EXIT_FAILED
+    };
+    let Some(id) = crate::domain::approval::ApprovalId::parse(id.trim()) else {
+        eprintln!("cyberos-mcp-bridge {verb}: an approval id is 32 lowercase hex digits");
+        return EXIT_USAGE;
+    };
+    let app = match wiring::app(config).await {
+        Ok(app) => app,
+        Err(e) => {
+            eprintln!("cyberos-mcp-bridge {verb}: {e}");
+            return EXIT_USAGE;
+        }
+    };
+    let approvals = &app.ports().approvals;
+    let approval = match approvals.find(&id).await {
+        Ok(Some(a)) => a,
+        Ok(None) => return fail("no such approval: it is unknown, expired or used"),
+        Err(e) => return fail(&e.to_string()),
+    };
+    let b = &approval.binding;
+    let pretty = serde_json::from_str::<Value>(&approval.arguments)
+        .and_then(|v| serde_json::to_string_pretty(&v))
+        .unwrap_or_else(|_| approval.arguments.clone());
+    println!(
+        "tool:      {} ({})\ntenant:    {}\nuser:      {}\nexpires:   {}\narguments: {pretty}",
+        b.tool.spec().title,
+        b.tool.name(),
+        b.tenant,
+        b.subject,
+        approval.expires_at.to_rfc3339(),
+    );
+    if !approval.decidable(app.ports().clock.now()) {
+        return fail("this approval was decided already");
+    }
+    if !yes {
+        eprint!(
+            "{} this call? [y/N] ",
+            if approve { "Approve" } else { "Deny" }
+        );
+        let answer = tokio::task::spawn_blocking(|| {
+            let mut line = String::new();
+            std::io::stdin().read_line(&mut line).map(|_| line)
+        })
+        .await;
+        let said_yes = matches!(
+            answer.as_ref().map(|r| r.as_ref().map(|l| l.trim().to_ascii_lowercase())),
+            Ok(Ok(l)) if l == "y" || l == "yes"
+        );
+        if !said_yes {
+            eprintln!("nothing recorded");
+            return EXIT_FAILED;
+        }
+    }
+    match approvals.decide(&b.tenant, &id, &b.subject, approve).await {
+        Ok(true) if approve => {
+            println!("approved: the assistant may now call the tool again with the same arguments");
+            EXIT_OK
+        }
+        Ok(true) => {
+            println!("denied");
+            EXIT_OK
+        }
+        Ok(false) => fail("this approval was decided already or has expired"),
+        Err(e) => fail(&e.to_string()),
     }
 }
 

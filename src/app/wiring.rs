@@ -15,10 +15,12 @@ use crate::adapters::system_clock::SystemClock;
 use crate::adapters::unavailable::Unavailable;
 use crate::app::config::{Config, ConfigError};
 use crate::app::keys::dev::{DEV_ISSUER, DevKey};
-use crate::app::service::identity::{Identity, LOCAL_TENANT, StdioToken};
+use crate::app::service::identity::{Identity, LOCAL_SUBJECT, LOCAL_TENANT, StdioToken};
 use crate::app::{App, Settings};
 use crate::domain::{Scope, Timestamp, Upstream};
-use crate::ports::{ClientAnswers, Clock, ConfirmationLedger, MemoryClient, Ports, TaskStore};
+use crate::ports::{
+    Approvals, ClientAnswers, Clock, ConfirmationLedger, MemoryClient, Ports, TaskStore,
+};
 
 /// Builds the ports for `config` on the system's clock. An upstream that cannot be
 /// reached or opened is allowed: its tools answer `upstream_unavailable` and `check`
@@ -50,16 +52,18 @@ async fn ports_on(config: &Config, clock: Arc<dyn Clock>) -> Result<Ports, Confi
         )),
     };
     // Clients' answers go where the tasks are: instances that share a task store share it.
-    let (tasks, ledger, answers): (
-        Arc<dyn TaskStore>,
-        Arc<dyn ConfirmationLedger>,
-        Arc<dyn ClientAnswers>,
-    ) = match (&config.database_url, &store) {
+    // Approvals too: any instance serves the page and the retry.
+    let (tasks, ledger, answers, approvals): StorePorts = match (&config.database_url, &store) {
         (Some(url), _) if url.starts_with("postgres") => {
             match PgStore::connect(url, Arc::clone(&clock)).await {
                 Ok(pg) => {
                     pg.refuse_open_rls().await.map_err(ConfigError::from)?;
-                    (Arc::new(pg.clone()), Arc::new(pg.clone()), Arc::new(pg))
+                    (
+                        Arc::new(pg.clone()),
+                        Arc::new(pg.clone()),
+                        Arc::new(pg.clone()),
+                        Arc::new(pg),
+                    )
                 }
                 Err(why) => {
                     tracing::error!("cannot use the Postgres task store: {why}");
@@ -70,23 +74,35 @@ async fn ports_on(config: &Config, clock: Arc<dyn Clock>) -> Result<Ports, Confi
                     (
                         Arc::new(down.clone()),
                         Arc::new(down.clone()),
+                        Arc::new(down.clone()),
                         Arc::new(down),
                     )
                 }
             }
         }
-        (_, Ok(store)) => (Arc::new(store.clone()), ledger, Arc::new(store.clone())),
+        (_, Ok(store)) => (
+            Arc::new(store.clone()),
+            ledger,
+            Arc::new(store.clone()),
+            Arc::new(store.clone()),
+        ),
         (_, Err(_)) => {
             let down = Unavailable::new(
                 Upstream::TaskStore,
                 "The task store cannot be opened; ask an operator to check --data-dir or --database-url.",
             );
-            (Arc::new(down.clone()), ledger, Arc::new(down))
+            (
+                Arc::new(down.clone()),
+                ledger,
+                Arc::new(down.clone()),
+                Arc::new(down),
+            )
         }
     };
     Ok(Ports {
         ledger,
         answers,
+        approvals,
         tasks,
         cuo: Arc::new(cuo),
         memory: memory(config, store.ok()),
@@ -270,7 +286,7 @@ fn local_dev_token(config: &Config, key: &DevKey, now: Timestamp) -> Result<Stri
         audience,
         LOCAL_TENANT,
         &all_scopes(),
-        "local-dev",
+        LOCAL_SUBJECT,
         DEV_TTL_S,
     )
     .map_err(ConfigError::from)
@@ -359,6 +375,15 @@ fn parse_ttl(s: &str) -> Result<i64, ConfigError> {
         Ok(secs)
     }
 }
+
+/// The ports one task store serves: tasks, used confirmation ids, clients' answers and
+/// approvals.
+type StorePorts = (
+    Arc<dyn TaskStore>,
+    Arc<dyn ConfirmationLedger>,
+    Arc<dyn ClientAnswers>,
+    Arc<dyn Approvals>,
+);
 
 /// Builds the application for `config`.
 ///

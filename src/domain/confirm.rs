@@ -114,6 +114,8 @@ pub enum Confirmation {
     Token,
     /// The user accepted a form elicitation.
     Elicited,
+    /// The user approved the call on the approval page or at a terminal.
+    Approval,
 }
 
 impl Confirmation {
@@ -124,6 +126,7 @@ impl Confirmation {
             Confirmation::SeedFlag => "seed_flag",
             Confirmation::Token => "confirmation_token",
             Confirmation::Elicited => "elicitation",
+            Confirmation::Approval => "approval",
         }
     }
 }

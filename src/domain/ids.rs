@@ -68,7 +68,7 @@ impl fmt::Debug for TraceId {
     }
 }
 
-fn parse_hex<const N: usize>(s: &str) -> Option<[u8; N]> {
+pub(crate) fn parse_hex<const N: usize>(s: &str) -> Option<[u8; N]> {
     let s = s.as_bytes();
     if s.len() != N * 2 {
         return None;

@@ -5,6 +5,7 @@
 //! here imports `tokio`, `serde_json`, `sqlx`, `reqwest` or `axum` (checked by the tidy
 //! test). Time and random bytes come in as arguments.
 
+pub mod approval;
 pub mod catalog;
 pub mod confirm;
 pub mod cuo;

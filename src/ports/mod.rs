@@ -4,6 +4,7 @@
 //! box per call costs nothing measurable, and trait objects keep type parameters out of
 //! every handler. `Clock` is a plain sync trait.
 
+mod approvals;
 mod client_answers;
 mod clock;
 mod cuo_runner;
@@ -14,6 +15,7 @@ mod token_verifier;
 
 use std::sync::Arc;
 
+pub use approvals::Approvals;
 pub use client_answers::ClientAnswers;
 pub use clock::Clock;
 pub use cuo_runner::{CuoRunner, ProgressSink, SkillRun, WorkflowRun};
@@ -41,4 +43,6 @@ pub struct Ports {
     pub ledger: Arc<dyn ConfirmationLedger>,
     /// Clients' answers to our requests over HTTP, routed to the waiting instance.
     pub answers: Arc<dyn ClientAnswers>,
+    /// Approvals kept for users whose host cannot ask them.
+    pub approvals: Arc<dyn Approvals>,
 }

@@ -158,6 +158,7 @@ async fn readiness_probes_share_one_store_check_a_second() {
         authorization_servers: vec![],
         limits: Limits::default(),
         sessions: cyberos_mcp_bridge::app::edge::http::SessionKey::new(&[7; 32]),
+        approval_trust: cyberos_mcp_bridge::app::edge::http::PageTrust::None,
     };
     let routes = router(app, settings, tokio_util::sync::CancellationToken::new());
     let probe = |routes: cyberos_mcp_bridge::app::edge::http::Routes| async move {

@@ -46,6 +46,11 @@ const MIGRATIONS: &[Migration] = &[
         description: "every tenant's expired client answers swept",
         sql: include_str!("../../../migrations/postgres/0005_sweep_client_answers.sql"),
     },
+    Migration {
+        version: 6,
+        description: "approvals kept for users whose host cannot ask them",
+        sql: include_str!("../../../migrations/postgres/0006_approvals.sql"),
+    },
 ];
 
 /// Key of the advisory lock that serializes migrations of one database ("cyberos-m").

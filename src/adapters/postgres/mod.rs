@@ -1,5 +1,5 @@
-//! `TaskStore`, `ConfirmationLedger` and `ClientAnswers` (`answers`) on Postgres
-//! (`plugin_host` schema, CONTRACT §6).
+//! `TaskStore`, `ConfirmationLedger`, `ClientAnswers` (`answers`) and `Approvals`
+//! (`approvals`) on Postgres (`plugin_host` schema, CONTRACT §6).
 //!
 //! Every transaction starts with `SET LOCAL ROLE plugin_host_app` and, for tenant
 //! operations, `set_config('auth.tenant_id', <tenant>, true)` before its queries: row-level
@@ -9,6 +9,7 @@
 //! the sweep) call `SECURITY DEFINER` functions created by [`migrate`].
 
 mod answers;
+mod approvals;
 mod guard;
 mod migrate;
 mod nul_bytes;

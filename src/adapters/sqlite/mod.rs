@@ -2,11 +2,12 @@
 //! several bridge processes. It holds the append-only, tenant-scoped audit log that serves
 //! `MemoryClient` when no `--memory-url` is given (`audit`), the used confirmation ids
 //! (`ConfirmationLedger`, here), the tasks (`TaskStore`, `tasks`) and clients' answers
-//! to elicitations over HTTP (`ClientAnswers`, `answers`).
+//! to elicitations over HTTP (`ClientAnswers`, `answers`), and approvals kept for users
+//! whose host cannot ask them (`Approvals`, `approvals`).
 
 mod answers;
+mod approvals;
 mod audit;
-
 mod progress;
 mod tasks;
 mod writer;
@@ -25,12 +26,13 @@ use crate::ports::{Clock, ConfirmationLedger};
 use writer::Writer;
 
 /// Migrations in order; the index + 1 is the schema version.
-const MIGRATIONS: [&str; 5] = [
+const MIGRATIONS: [&str; 6] = [
     include_str!("../../../migrations/sqlite/0001_audit.sql"),
     include_str!("../../../migrations/sqlite/0002_confirmations.sql"),
     include_str!("../../../migrations/sqlite/0003_tasks.sql"),
     include_str!("../../../migrations/sqlite/0004_client_answers.sql"),
     include_str!("../../../migrations/sqlite/0005_task_progress.sql"),
+    include_str!("../../../migrations/sqlite/0006_approvals.sql"),
 ];
 
 /// The embedded SQLite store: writes through one connection (`writer`), reads on a pool

@@ -50,6 +50,23 @@ pub enum Command {
         #[arg(long, value_name = "JSON")]
         args: Option<String>,
     },
+    /// Show a pending approval (the call a host could not ask you about) and approve it,
+    /// after asking yes/no at this terminal.
+    Approve {
+        /// The approval's id, from the refusal the assistant was given.
+        id: String,
+        /// Approve without asking.
+        #[arg(long)]
+        yes: bool,
+    },
+    /// Show a pending approval and deny it, after asking yes/no at this terminal.
+    Deny {
+        /// The approval's id.
+        id: String,
+        /// Deny without asking.
+        #[arg(long)]
+        yes: bool,
+    },
     /// Call one tool in-process and print its result (or error envelope) as JSON.
     Call {
         /// Tool name, e.g. cyberos.skill.list_skills.

@@ -149,6 +149,23 @@ pub struct Options {
         value_name = "URL"
     )]
     pub authorization_server: Option<String>,
+    /// OpenID Connect client id of the approval page's sign-in, at the `--jwt-issuer`
+    /// (whose discovery document must be served at its `/.well-known/openid-configuration`).
+    #[arg(
+        long,
+        global = true,
+        env = "CYBEROS_APPROVAL_CLIENT_ID",
+        value_name = "ID"
+    )]
+    pub approval_client_id: Option<String>,
+    /// File holding that client's secret (none: a public client, PKCE only).
+    #[arg(
+        long,
+        global = true,
+        env = "CYBEROS_APPROVAL_CLIENT_SECRET_FILE",
+        value_name = "PATH"
+    )]
+    pub approval_client_secret_file: Option<PathBuf>,
     /// Local development identity (`CYBEROS_DEV` takes 1/0, true/false, yes/no, on/off).
     #[arg(
         long,
@@ -320,6 +337,8 @@ impl Options {
             jwt_issuer,
             jwt_audience,
             authorization_server,
+            approval_client_id,
+            approval_client_secret_file,
             otlp_endpoint,
             otlp_protocol,
             metrics_listen,

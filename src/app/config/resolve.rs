@@ -35,6 +35,8 @@ pub struct Config {
     pub cors_origins: Vec<String>,
     /// `--authorization-server` for the RFC 9728 document (default: the issuer).
     pub authorization_server: Option<String>,
+    /// The approval page's OpenID Connect client id, and its secret's file.
+    pub approval_client: Option<(String, Option<PathBuf>)>,
     /// Data directory.
     pub data_dir: PathBuf,
     /// Task store URL, if not the default SQLite file.
@@ -185,6 +187,9 @@ impl Config {
             public_url: options.public_url,
             cors_origins: options.cors_origin,
             authorization_server: options.authorization_server,
+            approval_client: options
+                .approval_client_id
+                .map(|id| (id, options.approval_client_secret_file)),
             data_dir: match options.data_dir {
                 Some(d) => d,
                 None => default_data_dir()?,

@@ -1,6 +1,7 @@
 //! How a call with destructive or external effects gets confirmed (CONTRACT §5): a host
 //! flag, the seed's flag, a single-use confirmation token, or, when the user can be asked
-//! on this request (`Caller::can_ask`), a yes/no question.
+//! on this request (`Caller::can_ask`), a yes/no question; when they cannot, an approval
+//! they give out of band (`domain::approval`), which the identical retry uses.
 
 use std::time::Duration;
 
@@ -10,6 +11,7 @@ use sha2::{Digest, Sha256};
 use super::caller::Caller;
 use super::request::ToolCall;
 use crate::app::App;
+use crate::domain::approval::{self, ApprovalId, CallBinding, Settled};
 use crate::domain::confirm::{self, Confirmation};
 use crate::domain::{DomainError, Principal, Tool};
 
@@ -42,9 +44,51 @@ pub(super) async fn confirm(
     } else if caller.can_ask() {
         Some(ask(caller, tool, call.arguments).await?)
     } else {
-        None
+        approved(app, principal, tool, call.arguments).await?
     };
     confirm::decide(spec, evidence)
+}
+
+/// Uses the user's verdict on exactly this call, if they gave one; else records a pending
+/// approval and refuses with what the user must do. Without a store to keep approvals,
+/// `None`: the call is refused as unconfirmed.
+async fn approved(
+    app: &App,
+    principal: &Principal,
+    tool: Tool,
+    args: &Value,
+) -> Result<Option<Confirmation>, DomainError> {
+    let binding = CallBinding {
+        tenant: principal.tenant,
+        subject: principal.actor.to_string(),
+        tool,
+        args_sha256: args_sha256(args),
+    };
+    let approvals = &app.ports().approvals;
+    let settled = match approvals.settle(&binding).await {
+        Ok(settled) => settled,
+        Err(e) => {
+            tracing::warn!(error = %e, "approvals cannot be kept: the call is refused as unconfirmed");
+            return Ok(None);
+        }
+    };
+    match settled {
+        Some(Settled::Approved) => return Ok(Some(Confirmation::Approval)),
+        Some(Settled::Denied) => return Err(approval::declined()),
+        None => {}
+    }
+    let canonical = serde_json_canonicalizer::to_string(args).unwrap_or_default();
+    let fresh = ApprovalId::from_random(crate::support::random::random_bytes());
+    match approvals.request(&binding, fresh, &canonical).await? {
+        Some(id) => {
+            let link = app.approval_link(&id);
+            Err(approval::asked(
+                tool,
+                &approval::how_to_approve(&id, link.as_deref()),
+            ))
+        }
+        None => Err(approval::too_many_pending()),
+    }
 }
 
 async fn check_confirmation_token(

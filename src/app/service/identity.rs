@@ -15,6 +15,8 @@ use crate::ports::TokenVerifier;
 
 /// The tenant of `--dev` tokens.
 pub const LOCAL_TENANT: &str = "00000000-0000-4000-8000-000000000001";
+/// The subject of `--dev` tokens.
+pub const LOCAL_SUBJECT: &str = "local-dev";
 
 /// Where the stdio token comes from.
 #[derive(Clone)]

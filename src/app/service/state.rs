@@ -24,6 +24,8 @@ struct Inner {
     runner: Arc<TaskRunner>,
     workflows: crate::app::service::tools::WorkflowCatalog,
     skill_entries: crate::app::service::tools::SkillEntries,
+    /// Where the approval page is served (`<origin>/approve/`), once a listener is bound.
+    approval_page: std::sync::OnceLock<String>,
 }
 
 impl App {
@@ -43,6 +45,7 @@ impl App {
             runner,
             workflows: Default::default(),
             skill_entries: Default::default(),
+            approval_page: std::sync::OnceLock::new(),
         }))
     }
 
@@ -54,6 +57,17 @@ impl App {
     /// The settings.
     pub fn settings(&self) -> &Settings {
         &self.0.settings
+    }
+
+    /// Records where this instance serves the approval page (`<origin>/approve/`), so
+    /// refusals link to it; without it they name the terminal command.
+    pub fn serve_approvals_at(&self, base: String) {
+        let _ = self.0.approval_page.set(base);
+    }
+
+    /// The link of approval `id`'s page, when this instance serves it.
+    pub(crate) fn approval_link(&self, id: &crate::domain::approval::ApprovalId) -> Option<String> {
+        self.0.approval_page.get().map(|base| format!("{base}{id}"))
     }
 
     /// The task runner of this instance.

@@ -183,6 +183,7 @@ fn app(post: &Post) -> Routes {
         clock: Arc::new(FixedClock(Timestamp::from_unix_millis(0))),
         ledger: Arc::new(InMemoryLedger::default()),
         answers: Arc::new(Unavailable::new(Upstream::TaskStore, "no task store here")),
+        approvals: Arc::new(Unavailable::new(Upstream::TaskStore, "no task store here")),
     };
     let identity = Identity::new(Arc::new(StaticTokens), StdioToken::None);
     let app = App::new(ports, Settings::default(), identity);
@@ -206,6 +207,7 @@ fn app(post: &Post) -> Routes {
             request_timeout: Duration::from_secs(30),
         },
         sessions: cyberos_mcp_bridge::app::edge::http::SessionKey::new(&[7; 32]),
+        approval_trust: cyberos_mcp_bridge::app::edge::http::PageTrust::None,
     };
     router(app, settings, CancellationToken::new())
 }

@@ -55,6 +55,10 @@ impl Client {
                 Upstream::TaskStore,
                 "stdio answers in memory",
             )),
+            approvals: Arc::new(Unavailable::new(
+                Upstream::TaskStore,
+                "no approvals in this test",
+            )),
         };
         let identity = Identity::new(Arc::new(StaticTokens), StdioToken::Literal(token.into()));
         let app = App::new(ports, settings, identity);

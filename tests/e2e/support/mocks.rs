@@ -328,6 +328,10 @@ impl MockPorts {
                 cyberos_mcp_bridge::domain::Upstream::TaskStore,
                 "stdio keeps its answers in memory",
             )),
+            approvals: Arc::new(cyberos_mcp_bridge::adapters::unavailable::Unavailable::new(
+                cyberos_mcp_bridge::domain::Upstream::TaskStore,
+                "no approvals in these tests",
+            )),
         }
     }
 }

@@ -227,7 +227,8 @@ async fn a_run_that_panics_ends_as_internal_error_and_gives_its_slot_back() {
         .unwrap();
     let ports = Ports {
         tasks: Arc::new(store.clone()),
-        answers: Arc::new(store),
+        answers: Arc::new(store.clone()),
+        approvals: Arc::new(store),
         cuo: Arc::new(PanickingWorkflows),
         memory: Arc::new(InMemoryAudit::default()),
         skills: Arc::new(StaticSkills::new(Behaviour::Answer)),

@@ -124,6 +124,7 @@ async fn a_run_is_refused_once_the_shutdown_began() {
     let ports = Ports {
         tasks: Arc::new(store.clone()),
         answers: Arc::new(store.clone()),
+        approvals: Arc::new(store.clone()),
         cuo: Arc::new(PanickingWorkflows),
         memory: Arc::new(InMemoryAudit::default()),
         skills: Arc::new(StaticSkills::new(Behaviour::Answer)),

@@ -139,7 +139,10 @@ pub struct Gauges {
     pub body_budget: Budget,
     /// Requests waiting for a task.
     pub waits: Waits,
-    calls: Option<Buckets>,
+    calls: Option<Buckets<TenantId>>,
+    /// The approval pages' requests, of every peer together: their ids cannot be
+    /// guessed, so this only bounds what a flood of them costs.
+    pages: Buckets<()>,
 }
 
 impl Gauges {
@@ -150,7 +153,14 @@ impl Gauges {
             body_budget: Budget::new(limits.body_budget),
             waits: Waits::new(limits.max_waits, limits.max_waits_per_tenant),
             calls: limits.call_rate.map(Buckets::new),
+            pages: Buckets::new(PAGE_RATE),
         }
+    }
+
+    /// Takes one approval-page request from the shared bucket, or says how long until one
+    /// is available.
+    pub fn take_page(&self) -> Result<(), Duration> {
+        self.pages.take(&(), Instant::now())
     }
 
     /// Takes one `tools/call` or `tasks/*` from the tenant's bucket, or says how long until one is
@@ -163,11 +173,18 @@ impl Gauges {
     }
 }
 
-/// One token bucket per tenant. Buckets that have refilled completely are forgotten when
-/// the map grows, so it stays bounded by the tenants active in the last few seconds.
-struct Buckets {
+/// The approval pages' rate: far above what people clicking need.
+const PAGE_RATE: Rate = Rate {
+    per_second: 20.0,
+    burst: 60.0,
+};
+
+/// One token bucket per key (a tenant). Buckets that have refilled completely are
+/// forgotten when the map grows, so it stays bounded by the keys active in the last few
+/// seconds.
+struct Buckets<K> {
     rate: Rate,
-    map: Mutex<HashMap<TenantId, Bucket>>,
+    map: Mutex<HashMap<K, Bucket>>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -178,15 +195,15 @@ struct Bucket {
 
 const PRUNE_AT: usize = 4096;
 
-impl Buckets {
-    fn new(rate: Rate) -> Buckets {
+impl<K: std::hash::Hash + Eq + Copy> Buckets<K> {
+    fn new(rate: Rate) -> Buckets<K> {
         Buckets {
             rate,
             map: Mutex::new(HashMap::new()),
         }
     }
 
-    fn take(&self, tenant: &TenantId, now: Instant) -> Result<(), Duration> {
+    fn take(&self, key: &K, now: Instant) -> Result<(), Duration> {
         let Rate { per_second, burst } = self.rate;
         let refill = |b: &Bucket| {
             (b.tokens + now.saturating_duration_since(b.at).as_secs_f64() * per_second).min(burst)
@@ -196,7 +213,7 @@ impl Buckets {
         if map.len() >= PRUNE_AT {
             map.retain(|_, b| refill(b) < burst);
         }
-        let bucket = map.entry(*tenant).or_insert(Bucket {
+        let bucket = map.entry(*key).or_insert(Bucket {
             tokens: burst,
             at: now,
         });

@@ -13,6 +13,7 @@
 //! `GET /metrics` on the `--metrics-listen` address through the same loop.
 
 mod answer;
+mod approve;
 mod body;
 mod elicitation;
 mod event_id;
@@ -34,6 +35,7 @@ mod sse;
 mod unauthorized;
 mod waits;
 
+pub use approve::{OidcLogin, PageTrust};
 pub use limits::{Limits, Rate};
 pub use origin::{OriginPattern, OriginPolicy};
 pub use router::{HttpSettings, Routes, router};

@@ -16,12 +16,13 @@ use axum::http::header::{
 };
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode};
 use axum::response::Response;
-use axum::routing::any;
+use axum::routing::{any, get};
 use futures::FutureExt;
 use reqwest::Url;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
+use super::approve::{self, PageTrust};
 use super::limits::{Gauges, Limits};
 use super::origin::{Origin, OriginPattern, OriginPolicy};
 use super::session_id::SessionKey;
@@ -30,6 +31,7 @@ use super::{gate, mcp, ready, reply};
 use crate::app::App;
 use crate::app::config::{Config, ConfigError};
 use crate::app::edge::rpc::INVALID_REQUEST;
+use crate::app::service::identity::{LOCAL_SUBJECT, LOCAL_TENANT};
 use crate::domain::Scope;
 
 /// The root RFC 9728 document path.
@@ -48,6 +50,8 @@ pub struct HttpSettings {
     pub limits: Limits,
     /// The key of `MCP-Session-Id` values.
     pub sessions: SessionKey,
+    /// How the approval page learns who is there.
+    pub approval_trust: PageTrust,
 }
 
 impl HttpSettings {
@@ -84,7 +88,9 @@ impl HttpSettings {
             .or_else(|| config.identity.jwt_issuer.clone())
             .into_iter()
             .collect();
+        let approval_trust = approval_trust(config, bound, &public_url)?;
         Ok(HttpSettings {
+            approval_trust,
             public_url,
             policy: OriginPolicy {
                 loopback: bound.ip().is_loopback(),
@@ -96,6 +102,51 @@ impl HttpSettings {
             sessions,
         })
     }
+}
+
+/// Where the approval page is served: the public URL without its `/mcp`, then `/approve/`.
+fn approval_base(public_url: &str) -> String {
+    let base = public_url.trim_end_matches('/');
+    let base = base.strip_suffix("/mcp").unwrap_or(base);
+    format!("{base}{}", approve::PREFIX)
+}
+
+/// `--dev` on loopback trusts the local dev user; else `--approval-client-id` signs in at
+/// the trusted issuer; else nobody is trusted (the terminal command decides).
+fn approval_trust(
+    config: &Config,
+    bound: SocketAddr,
+    public_url: &str,
+) -> Result<PageTrust, ConfigError> {
+    if config.identity.dev && bound.ip().is_loopback() {
+        return Ok(PageTrust::Dev {
+            tenant: crate::domain::TenantId::parse(LOCAL_TENANT)
+                .map_err(|_| ConfigError("the local tenant id is malformed".into()))?,
+            subject: LOCAL_SUBJECT.to_owned(),
+        });
+    }
+    let (Some((id, secret_file)), Some(issuer)) =
+        (&config.approval_client, &config.identity.jwt_issuer)
+    else {
+        return Ok(PageTrust::None);
+    };
+    let secret = match secret_file {
+        Some(path) => Some(
+            std::fs::read_to_string(path)
+                .map_err(|e| {
+                    ConfigError(format!(
+                        "cannot read --approval-client-secret-file {}: {e}",
+                        path.display()
+                    ))
+                })?
+                .trim()
+                .to_owned(),
+        ),
+        None => None,
+    };
+    let redirect = format!("{}callback", approval_base(public_url));
+    let login = approve::OidcLogin::new(issuer, id.clone(), secret, redirect)?;
+    Ok(PageTrust::Oidc(Arc::new(login)))
 }
 
 /// The routes, for [`serve()`] and for in-process tests (`ServiceExt::oneshot`).
@@ -111,7 +162,9 @@ pub fn router(app: App, settings: HttpSettings, shutdown: CancellationToken) -> 
         settings.policy.public_origin.trim_end_matches('/')
     );
     let scopes: Vec<&str> = Scope::ALL.iter().map(|s| s.as_str()).collect();
+    app.serve_approvals_at(approval_base(&settings.public_url));
     let shared = Arc::new(Shared {
+        approval_trust: settings.approval_trust,
         challenge: format!(
             "Bearer resource_metadata=\"{resource_metadata}\", scope=\"{}\"",
             scopes.join(" ")
@@ -137,6 +190,8 @@ pub fn router(app: App, settings: HttpSettings, shutdown: CancellationToken) -> 
         .route("/mcp", any(mcp::endpoint))
         .route("/healthz", any(healthz))
         .route("/readyz", any(ready::readyz))
+        .route("/approve/callback", get(approve::callback))
+        .route("/approve/{id}", get(approve::show).post(approve::decide))
         .route(WELL_KNOWN, any(metadata))
         .route(&format!("{WELL_KNOWN}/mcp"), any(metadata));
     // Behind a proxy the public path may differ; serve its path-inserted document too.

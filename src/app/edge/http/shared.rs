@@ -29,6 +29,8 @@ pub(crate) struct Shared {
     pub(super) sessions: super::session_id::SessionKey,
     pub(super) gauges: Gauges,
     pub(super) shutdown: CancellationToken,
+    /// How the approval page learns who is there.
+    pub(super) approval_trust: super::approve::PageTrust,
     /// The last `/readyz` answer and when it was found.
     /// The last `/readyz` answer (ready, JSON body) and when it was found.
     pub(super) ready: tokio::sync::Mutex<Option<(tokio::time::Instant, bool, String)>>,
