@@ -6,6 +6,7 @@
 //! counted in the metrics), slowloris, SIGTERM and the caller's trace context. Every JSON-RPC frame that comes back is checked
 //! against the MCP schema.
 
+mod approvals;
 mod auth;
 mod elicitation;
 mod gate;
