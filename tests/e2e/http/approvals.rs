@@ -24,7 +24,9 @@ fn link(frame: &Value) -> String {
     let data = &frame["error"]["data"];
     assert_eq!(data["class"], "authz_denied", "{frame}");
     let hint = data["hint"].as_str().unwrap();
-    let start = hint.find("http://").unwrap_or_else(|| panic!("no link: {hint}"));
+    let start = hint
+        .find("http://")
+        .unwrap_or_else(|| panic!("no link: {hint}"));
     hint[start..].split_whitespace().next().unwrap().to_owned()
 }
 
@@ -54,7 +56,8 @@ async fn post(url: &str, form: &str) -> (u16, String) {
 }
 
 fn succeeded(frame: &Value) -> bool {
-    frame["result"]["isError"] == false && frame["result"]["structuredContent"]["audit_id"].is_string()
+    frame["result"]["isError"] == false
+        && frame["result"]["structuredContent"]["audit_id"].is_string()
 }
 
 #[tokio::test]
@@ -84,9 +87,16 @@ async fn an_approved_call_runs_once_on_its_identical_retry() {
     assert!(!page.contains("<script"), "{page}");
     assert!(page.contains(APPEND) && page.contains(LOCAL) && page.contains("local-dev"));
     // The arguments are shown escaped, never as markup.
-    assert!(page.contains("&lt;b&gt;bold&lt;/b&gt;") && !page.contains("<b>bold"), "{page}");
+    assert!(
+        page.contains("&lt;b&gt;bold&lt;/b&gt;") && !page.contains("<b>bold"),
+        "{page}"
+    );
     let (_, _, again) = get(&url).await;
-    assert_eq!(link(&s.call(&token, APPEND, args(1)).await), url, "GETs approve nothing");
+    assert_eq!(
+        link(&s.call(&token, APPEND, args(1)).await),
+        url,
+        "GETs approve nothing"
+    );
 
     // A POST needs the form's one-time token.
     let form = form_token(&page);
@@ -110,7 +120,10 @@ async fn an_approved_call_runs_once_on_its_identical_retry() {
     assert!(succeeded(&ran), "{ran}");
     let after = s.call(&token, APPEND, args(1)).await;
     assert_ne!(link(&after), url, "an approval works once");
-    s.log_with("confirmed_by=\"approval\"", std::time::Duration::from_secs(5));
+    s.log_with(
+        "confirmed_by=\"approval\"",
+        std::time::Duration::from_secs(5),
+    );
     // A used approval's page is the same 404 as an unknown id's.
     let (status, _, used) = get(&url).await;
     let (unknown_status, _, unknown) = get(&s.url(&format!("/approve/{}", "a".repeat(32)))).await;
@@ -129,7 +142,10 @@ async fn a_denied_call_is_refused_as_declined_once() {
     let (status, body) = post(&url, &format!("token={}&decision=deny", form_token(&page))).await;
     assert_eq!(status, 200, "{body}");
     let declined = s.call(&token, APPEND, args(3)).await;
-    assert_eq!(declined["error"]["data"]["class"], "authz_denied", "{declined}");
+    assert_eq!(
+        declined["error"]["data"]["class"], "authz_denied",
+        "{declined}"
+    );
     assert!(
         declined["error"]["data"]["message"]
             .as_str()
@@ -147,7 +163,11 @@ async fn concurrent_retries_of_one_approval_run_once() {
     let token = s.token(LOCAL, None);
     let url = link(&s.call(&token, APPEND, args(4)).await);
     let (_, _, page) = get(&url).await;
-    let (status, _) = post(&url, &format!("token={}&decision=approve", form_token(&page))).await;
+    let (status, _) = post(
+        &url,
+        &format!("token={}&decision=approve", form_token(&page)),
+    )
+    .await;
     assert_eq!(status, 200);
     let retries = (0..4).map(|_| s.call(&token, APPEND, args(4)));
     let frames = futures::future::join_all(retries).await;
@@ -167,12 +187,19 @@ async fn another_users_approval_is_not_theirs_to_see_decide_or_use() {
     let theirs = link(&s.call(&other, APPEND, args(5)).await);
     let (status, _, page) = get(&theirs).await;
     assert_eq!(status, 403, "{page}");
-    assert!(!page.contains("name=\"token\""), "no form for another user: {page}");
+    assert!(
+        !page.contains("name=\"token\""),
+        "no form for another user: {page}"
+    );
     // The local user's approval of the same arguments does not let tenant B's retry run.
     let mine = link(&s.call(&local, APPEND, args(5)).await);
     assert_ne!(mine, theirs);
     let (_, _, page) = get(&mine).await;
-    let (status, _) = post(&mine, &format!("token={}&decision=approve", form_token(&page))).await;
+    let (status, _) = post(
+        &mine,
+        &format!("token={}&decision=approve", form_token(&page)),
+    )
+    .await;
     assert_eq!(status, 200);
     let b = s.call(&other, APPEND, args(5)).await;
     assert_eq!(link(&b), theirs, "tenant B is still asked: {b}");
@@ -188,8 +215,14 @@ fn a_stdio_host_that_cannot_ask_is_approved_at_the_terminal() {
     let mut bridge = Bridge::spawn_at(data.path(), &["--dev"], &[]);
     bridge.initialize();
     let refused = bridge.call(APPEND, args(6));
-    let hint = refused["error"]["data"]["hint"].as_str().unwrap().to_owned();
-    let at = hint.find("cyberos-mcp-bridge approve ").expect("the terminal command") + 27;
+    let hint = refused["error"]["data"]["hint"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let at = hint
+        .find("cyberos-mcp-bridge approve ")
+        .expect("the terminal command")
+        + 27;
     let id = hint[at..at + 32].to_owned();
 
     // `approve` shows the call and records nothing unless the person says yes.
@@ -203,13 +236,21 @@ fn a_stdio_host_that_cannot_ask_is_approved_at_the_terminal() {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        child.stdin.take().unwrap().write_all(answer.as_bytes()).unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(answer.as_bytes())
+            .unwrap();
         child.wait_with_output().unwrap()
     };
     let no = run("n\n", "approve");
     assert!(!no.status.success(), "{no:?}");
     let shown = String::from_utf8_lossy(&no.stdout);
-    assert!(shown.contains(APPEND) && shown.contains("\"n\": 6"), "{shown}");
+    assert!(
+        shown.contains(APPEND) && shown.contains("\"n\": 6"),
+        "{shown}"
+    );
     let still = bridge.call(APPEND, args(6));
     assert_eq!(still["error"]["data"]["class"], "authz_denied", "{still}");
     let yes = run("y\n", "approve");

@@ -13,6 +13,7 @@
 //! (`postgres_migrate`).
 
 mod answers;
+mod approvals;
 mod contract;
 mod limits;
 mod postgres;
