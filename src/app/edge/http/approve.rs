@@ -1,9 +1,10 @@
 //! The approval page (`/approve/<id>`): where a user approves or denies, out of band, a
 //! call their host could not ask them about (`domain::approval`).
 //!
-//! The person must be the call's subject in the call's tenant: with `--dev` on loopback
-//! the page trusts the local dev subject (as `--dev` trusts this machine), otherwise an
-//! OpenID Connect login proves it (`approve/login.rs`). No cookie: the login's state and
+//! The person must be the call's subject in the call's tenant: an OpenID Connect login
+//! proves it (`approve/login.rs`) when `--approval-client-id` is set; otherwise, with
+//! `--dev` on loopback, the page trusts the local dev subject (as `--dev` trusts this
+//! machine). No cookie: the login's state and
 //! the one-time token the form carries live in the store, each used once, bound to the
 //! approval and to the subject proved. A `GET` never decides anything. The page has no
 //! script, may not be framed, and is never cached.

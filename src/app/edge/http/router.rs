@@ -111,13 +111,34 @@ fn approval_base(public_url: &str) -> String {
     format!("{base}{}", approve::PREFIX)
 }
 
-/// `--dev` on loopback trusts the local dev user; else `--approval-client-id` signs in at
-/// the trusted issuer; else nobody is trusted (the terminal command decides).
+/// `--approval-client-id` signs in at the trusted issuer; else `--dev` on loopback trusts
+/// the local dev user; else nobody is trusted (the terminal command decides).
 fn approval_trust(
     config: &Config,
     bound: SocketAddr,
     public_url: &str,
 ) -> Result<PageTrust, ConfigError> {
+    if let (Some((id, secret_file)), Some(issuer)) =
+        (&config.approval_client, &config.identity.jwt_issuer)
+    {
+        let secret = match secret_file {
+            Some(path) => Some(
+                std::fs::read_to_string(path)
+                    .map_err(|e| {
+                        ConfigError(format!(
+                            "cannot read --approval-client-secret-file {}: {e}",
+                            path.display()
+                        ))
+                    })?
+                    .trim()
+                    .to_owned(),
+            ),
+            None => None,
+        };
+        let redirect = format!("{}callback", approval_base(public_url));
+        let login = approve::OidcLogin::new(issuer, id.clone(), secret, redirect)?;
+        return Ok(PageTrust::Oidc(Arc::new(login)));
+    }
     if config.identity.dev && bound.ip().is_loopback() {
         return Ok(PageTrust::Dev {
             tenant: crate::domain::TenantId::parse(LOCAL_TENANT)
@@ -125,28 +146,7 @@ fn approval_trust(
             subject: LOCAL_SUBJECT.to_owned(),
         });
     }
-    let (Some((id, secret_file)), Some(issuer)) =
-        (&config.approval_client, &config.identity.jwt_issuer)
-    else {
-        return Ok(PageTrust::None);
-    };
-    let secret = match secret_file {
-        Some(path) => Some(
-            std::fs::read_to_string(path)
-                .map_err(|e| {
-                    ConfigError(format!(
-                        "cannot read --approval-client-secret-file {}: {e}",
-                        path.display()
-                    ))
-                })?
-                .trim()
-                .to_owned(),
-        ),
-        None => None,
-    };
-    let redirect = format!("{}callback", approval_base(public_url));
-    let login = approve::OidcLogin::new(issuer, id.clone(), secret, redirect)?;
-    Ok(PageTrust::Oidc(Arc::new(login)))
+    Ok(PageTrust::None)
 }
 
 /// The routes, for [`serve()`] and for in-process tests (`ServiceExt::oneshot`).
