@@ -1,6 +1,9 @@
 //! Row-level security on the app role itself: confined to the tenant of the transaction,
 //! and unable to bypass RLS or change the schema.
 
+use cyberos_mcp_bridge::domain::Tool;
+use cyberos_mcp_bridge::domain::approval::{ApprovalId, CallBinding, PageSecret, SecretKind};
+use cyberos_mcp_bridge::ports::Approvals;
 use std::collections::HashSet;
 
 use sqlx::postgres::PgPoolOptions;
@@ -72,6 +75,45 @@ async fn rls_confines_the_app_role_to_the_tenant_of_the_transaction() {
     const LOG: &str = "SELECT count(*) FROM plugin_host.task_progress";
     assert_eq!(count_as(&mut conn, Some(&a), LOG).await.unwrap(), 0);
     assert_eq!(count_as(&mut conn, Some(&b), LOG).await.unwrap(), 2);
+    // a's approval and its page secret: nothing of them is b's.
+    let binding = CallBinding {
+        tenant: a,
+        subject: "alice".into(),
+        tool: Tool::AppendAudit,
+        args_sha256: "0".repeat(64),
+    };
+    let id = store
+        .request(&binding, ApprovalId::from_random([9; 16]), "{}")
+        .await
+        .unwrap()
+        .unwrap();
+    store
+        .keep_secret(&PageSecret {
+            kind: SecretKind::Form,
+            digest: "f".repeat(64),
+            approval: id,
+            tenant: a,
+            subject: Some("alice".into()),
+            payload: String::new(),
+            expires_at: at(DAY * 365 * 100),
+        })
+        .await
+        .unwrap();
+    for sql in [
+        "SELECT count(*) FROM plugin_host.approvals",
+        "SELECT count(*) FROM plugin_host.approval_secrets",
+    ] {
+        assert_eq!(
+            count_as(&mut conn, Some(&a), sql).await.unwrap(),
+            1,
+            "{sql}"
+        );
+        assert_eq!(
+            count_as(&mut conn, Some(&b), sql).await.unwrap(),
+            0,
+            "{sql}"
+        );
+    }
 
     // Writes are confined too: no row for another tenant, updates and deletes touch
     // the tenant's rows only.
@@ -181,12 +223,13 @@ async fn the_app_role_cannot_bypass_rls_or_change_the_schema() {
     let tables: Vec<(String, bool, bool, String)> = sqlx::query_as(
         "SELECT relname::text, relrowsecurity, relforcerowsecurity, pg_get_userbyid(relowner)::text
            FROM pg_class WHERE relnamespace = 'plugin_host'::regnamespace AND relkind = 'r'
-            AND relname IN ('tasks', 'used_confirmations', 'task_progress', 'client_answers') ORDER BY relname",
+            AND relname IN ('tasks', 'used_confirmations', 'task_progress', 'client_answers',
+                            'approvals', 'approval_secrets') ORDER BY relname",
     )
     .fetch_all(&mut admin)
     .await
     .unwrap();
-    assert_eq!(tables.len(), 4);
+    assert_eq!(tables.len(), 6);
     for (name, rls, forced, owner) in &tables {
         assert!(*rls && *forced, "{name}: RLS enabled and forced");
         assert_ne!(owner, "plugin_host_app", "{name} is not the app role's");
@@ -205,10 +248,13 @@ async fn the_app_role_cannot_bypass_rls_or_change_the_schema() {
     assert_eq!(
         definers,
         [
+            ("find_approval".to_owned(), true, maintainer.clone()),
             ("renew_leases".to_owned(), true, maintainer.clone()),
             ("stopped_among".to_owned(), true, maintainer.clone()),
             ("sweep".to_owned(), true, maintainer.clone()),
-            ("sweep_client_answers".to_owned(), true, maintainer)
+            ("sweep_approvals".to_owned(), true, maintainer.clone()),
+            ("sweep_client_answers".to_owned(), true, maintainer.clone()),
+            ("take_approval_secret".to_owned(), true, maintainer)
         ]
     );
     let (sup, bypass, login): (bool, bool, bool) = sqlx::query_as(

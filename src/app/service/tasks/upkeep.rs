@@ -88,6 +88,11 @@ impl TaskRunner {
             Ok(n) => tracing::info!(expired = n, "client answers sweep"),
             Err(e) => tracing::warn!("client answers sweep failed: {e}"),
         }
+        match self.ports.approvals.sweep().await {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(expired = n, "approvals sweep"),
+            Err(e) => tracing::warn!("approvals sweep failed: {e}"),
+        }
     }
 
     /// A stop notification (Postgres NOTIFY, which any session may send): the store is
