@@ -26,7 +26,9 @@ pub async fn run(config: Config, command: Option<Command>) -> i32 {
     match command {
         None => serve(config).await,
         Some(Command::Tools) => {
-            let listing = crate::app::edge::listing::tools_list(config.tool_names);
+            // As a client of unknown name is offered it.
+            let waits = config.long_running == crate::app::service::settings::LongRunning::Wait;
+            let listing = crate::app::edge::listing::tools_list(config.tool_names, waits);
             let listing: Value = serde_json::from_str(&listing).expect("the listing is JSON");
             print_json(&listing);
             EXIT_OK

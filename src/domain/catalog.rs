@@ -77,10 +77,7 @@ static EXECUTE_WORKFLOW: ToolSpec = ToolSpec {
     ),
     title: "Run a CUO workflow",
     description: "Run one persona's workflow with the given inputs (see cyberos.cuo.list_workflows for each \
-                  workflow's input_schema). Long-running: a plain call returns the result ({steps_executed, \
-                  final_artifacts}) when the run ends, or a task handle ({task_id, status}) to poll with \
-                  tasks/get and tasks/result; the server's instructions say which for this connection. \
-                  With params.task it runs as an MCP task.",
+                  workflow's input_schema). Long-running; its result is {steps_executed, final_artifacts}.",
     input_schema: include_str!("schemas/execute_workflow.in.json"),
     output_schema: None,
     effects: RUNS_WORK,
@@ -94,7 +91,9 @@ static APPEND_AUDIT: ToolSpec = ToolSpec {
     name: ToolName::from_static("cyberos.memory.append_audit", "cyberos_memory_append_audit"),
     title: "Append to the audit log",
     description: "Append one event to the tenant's append-only CyberOS audit log. The entry is permanent, so \
-                  the call must be confirmed by the user.",
+                  the user must confirm the call: the host asks them when it can; otherwise the refusal says \
+                  what to tell the user (a link to open, or a command to run, to approve this exact call), \
+                  and once they have approved, the same call with the same arguments goes through.",
     input_schema: include_str!("schemas/append_audit.in.json"),
     output_schema: Some(include_str!("schemas/append_audit.out.json")),
     effects: Effects {
@@ -139,9 +138,7 @@ static INVOKE_SKILL: ToolSpec = ToolSpec {
     name: ToolName::from_static("cyberos.skill.invoke_skill", "cyberos_skill_invoke_skill"),
     title: "Run a skill",
     description: "Run a skill with the given inputs (see cyberos.skill.list_skills for its input_schema). \
-                  Long-running: a plain call returns the result ({output, artifacts}) when the run ends, or a \
-                  task handle ({task_id, status}) to poll with tasks/get and tasks/result; the server's \
-                  instructions say which for this connection. With params.task it runs as an MCP task.",
+                  Long-running; its result is {output, artifacts}.",
     input_schema: include_str!("schemas/invoke_skill.in.json"),
     output_schema: None,
     effects: RUNS_WORK,

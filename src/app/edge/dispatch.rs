@@ -173,7 +173,8 @@ async fn dispatch(
         }
         Method::ToolsList(params) => {
             params.as_ref().map_err(bad)?;
-            Ok(Reply::Raw(tools_list(app.settings().tool_names)))
+            let waits = app.settings().plain_calls_wait(session.client_name());
+            Ok(Reply::Raw(tools_list(app.settings().tool_names, waits)))
         }
         // The handlers' futures are boxed: inline, the largest of them set the size of every
         // request's future, which a transport moves into a task (kilobytes copied per
@@ -397,12 +398,18 @@ fn instructions(plain_calls_wait: bool) -> &'static str {
         "CyberOS tools. cyberos.cuo.route finds the persona and workflow for a request; \
 cyberos.cuo.execute_workflow and cyberos.skill.invoke_skill are long-running: called plainly they return \
 their result when the run ends (send a progress token to follow it), or run as MCP tasks when the call \
-carries params.task. cyberos.memory.append_audit writes a permanent record and needs the user's confirmation."
+carries params.task. cyberos.memory.append_audit writes a permanent record and needs the user's \
+confirmation: the host asks them when it can; when it cannot, the refusal says what to tell the user \
+(open a link, or run a command, to approve that exact call); once they have approved, make the same call \
+again with the same arguments."
     } else {
         "CyberOS tools. cyberos.cuo.route finds the persona and workflow for a request; \
 cyberos.cuo.execute_workflow and cyberos.skill.invoke_skill are long-running: called plainly they return \
 {task_id, status} at once (poll tasks/get, then tasks/result), or run as MCP tasks when the call carries \
-params.task. cyberos.memory.append_audit writes a permanent record and needs the user's confirmation."
+params.task. cyberos.memory.append_audit writes a permanent record and needs the user's confirmation: the \
+host asks them when it can; when it cannot, the refusal says what to tell the user (open a link, or run a \
+command, to approve that exact call); once they have approved, make the same call again with the same \
+arguments."
     }
 }
 

@@ -117,3 +117,41 @@ async fn over_http_the_user_agent_names_the_host() {
         "{out}"
     );
 }
+
+/// The long tools' descriptions in `b`'s `tools/list`, checked against the schema.
+fn long_descriptions(b: &mut Bridge) -> Vec<String> {
+    let list = b.request("tools/list", json!({}));
+    check_frame(&list, Some("tools/list"), false);
+    list["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["execution"]["taskSupport"] == "optional")
+        .map(|t| t["description"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[test]
+fn a_listing_says_only_how_plain_calls_end_on_its_own_connection() {
+    // A host whose plain calls wait is never told of task handles it cannot poll.
+    for (client, extra) in [
+        ("claude-code", &[][..]),
+        ("anyone", &["--long-running", "wait"][..]),
+    ] {
+        let (mut b, instructions) = as_client(client, extra);
+        let descriptions = long_descriptions(&mut b);
+        assert_eq!(descriptions.len(), 2);
+        for d in descriptions.iter().chain([&instructions]) {
+            assert!(
+                !d.contains("tasks/get") && !d.contains("task_id"),
+                "{client}: {d}"
+            );
+            assert!(d.contains("when the run ends"), "{client}: {d}");
+        }
+    }
+    // One that gets handles is told how to poll them.
+    let (mut b, instructions) = as_client("anyone", &[]);
+    for d in long_descriptions(&mut b).iter().chain([&instructions]) {
+        assert!(d.contains("tasks/get") && d.contains("tasks/result"), "{d}");
+    }
+}
