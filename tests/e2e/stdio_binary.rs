@@ -321,8 +321,13 @@ fn unconfirmed_audit_appends_are_denied() {
     );
     let data = assert_envelope(&resp, -32000, "authz_denied");
     // The hint is an action a user can take through a host: no `_meta` a model cannot set.
+    // This client cannot be asked (no `elicitation`): the user approves at a terminal.
     let hint = data["hint"].as_str().unwrap();
-    assert!(hint.contains("confirmation token"), "{hint}");
+    assert!(hint.contains("run `cyberos-mcp-bridge approve "), "{hint}");
+    assert!(
+        hint.contains("call the tool again with exactly the same arguments"),
+        "{hint}"
+    );
     assert!(!hint.contains("_meta"), "{hint}");
 }
 

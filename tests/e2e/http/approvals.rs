@@ -261,3 +261,32 @@ fn a_stdio_host_that_cannot_ask_is_approved_at_the_terminal() {
     assert!(!run("y\n", "approve").status.success());
     bridge.close();
 }
+
+#[tokio::test]
+async fn pending_approvals_and_page_requests_are_bounded() {
+    let s = Server::start(&[]);
+    let token = s.token(LOCAL, None);
+    for n in 100..108 {
+        link(&s.call(&token, APPEND, args(n)).await);
+    }
+    // The ninth pending approval of one user: 429 with Retry-After, nothing recorded.
+    let body = json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call",
+                      "params": {"name": APPEND, "arguments": args(108)}});
+    let reply = s.post(Some(&token), &body).await;
+    assert_eq!(reply.status, 429, "{}", reply.text);
+    assert!(reply.header("retry-after").is_some());
+    assert_eq!(
+        reply.frame()["error"]["data"]["class"],
+        "upstream_unavailable"
+    );
+    // Another user is not held by it.
+    let bob = s.token_with(LOCAL, &["--sub", "bob"]);
+    link(&s.call(&bob, APPEND, args(108)).await);
+
+    // A flood of page requests (unknown ids) is shed with 429, never served unbounded.
+    let unknown = s.url(&format!("/approve/{}", "b".repeat(32)));
+    let statuses = futures::future::join_all((0..120).map(|_| get(&unknown))).await;
+    let shed = statuses.iter().filter(|(st, _, _)| *st == 429).count();
+    assert!(shed > 0, "no request was shed");
+    assert!(statuses.iter().all(|(st, _, _)| *st == 404 || *st == 429));
+}

@@ -30,7 +30,7 @@ pub(crate) struct Shared {
     pub(super) gauges: Gauges,
     pub(super) shutdown: CancellationToken,
     /// How the approval page learns who is there.
-    pub(super) approval_trust: super::approve::PageTrust,
+    pub(super) approval_trust: super::approve::trust::PageTrust,
     /// The last `/readyz` answer and when it was found.
     /// The last `/readyz` answer (ready, JSON body) and when it was found.
     pub(super) ready: tokio::sync::Mutex<Option<(tokio::time::Instant, bool, String)>>,

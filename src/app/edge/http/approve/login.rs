@@ -13,10 +13,10 @@ use openidconnect::{
 };
 use serde_json::{Value, json};
 
-use super::super::shared::Shared;
-use super::{digest, page, store_down};
+use super::page::{digest, page, store_down};
 use crate::domain::TenantId;
 use crate::domain::approval::{Approval, PageSecret, SECRET_LIFETIME_MS, SecretKind};
+use crate::ports::{Approvals, Clock};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::Response;
 
@@ -77,7 +77,12 @@ impl OidcLogin {
     }
 
     /// Sends the person to the identity provider to sign in for `approval`.
-    pub(super) async fn start(&self, s: &Shared, approval: &Approval) -> Response {
+    pub(super) async fn start(
+        &self,
+        approvals: &dyn Approvals,
+        clock: &dyn Clock,
+        approval: &Approval,
+    ) -> Response {
         let Some(provider) = self.provider().await else {
             return unreachable_idp();
         };
@@ -103,9 +108,9 @@ impl OidcLogin {
             tenant: approval.binding.tenant,
             subject: None,
             payload: json!({ "verifier": verifier.secret(), "nonce": nonce.secret() }).to_string(),
-            expires_at: s.app.ports().clock.now().plus_millis(SECRET_LIFETIME_MS),
+            expires_at: clock.now().plus_millis(SECRET_LIFETIME_MS),
         };
-        if let Err(e) = s.app.ports().approvals.keep_secret(&secret).await {
+        if let Err(e) = approvals.keep_secret(&secret).await {
             return store_down(&e);
         }
         let mut resp = page(
@@ -126,7 +131,7 @@ impl OidcLogin {
     /// the tenant and subject its ID token proves. `None` when anything does not hold.
     pub(super) async fn finish(
         &self,
-        s: &Shared,
+        approvals: &dyn Approvals,
         query: &str,
     ) -> Option<(Approval, TenantId, String)> {
         let (mut code, mut state) = (None, None);
@@ -138,10 +143,7 @@ impl OidcLogin {
             }
         }
         // The state is taken first, so even a failed callback uses it up.
-        let secret = s
-            .app
-            .ports()
-            .approvals
+        let secret = approvals
             .take_secret(SecretKind::Login, &digest(&state?))
             .await
             .ok()??;
@@ -176,13 +178,7 @@ impl OidcLogin {
             .ok()?;
         let subject = claims.subject().as_str().to_owned();
         let tenant = tenant_claim(&id_token.to_string())?;
-        let approval = s
-            .app
-            .ports()
-            .approvals
-            .find(&secret.approval)
-            .await
-            .ok()??;
+        let approval = approvals.find(&secret.approval).await.ok()??;
         Some((approval, tenant, subject))
     }
 }

@@ -10,48 +10,24 @@
 //! script, may not be framed, and is never cached.
 
 mod login;
+mod page;
+pub(super) mod trust;
 
 pub use login::OidcLogin;
+pub use trust::PageTrust;
 
 use std::sync::Arc;
 
-use axum::body::{Body, Bytes};
+use axum::body::Bytes;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::Response;
-use sha2::{Digest, Sha256};
 
 use super::shared::Shared;
 use crate::domain::approval::{
     Approval, ApprovalId, PageSecret, SECRET_LIFETIME_MS, SecretKind, Verdict,
 };
-use crate::domain::{DomainError, TenantId};
-
-/// Who the page takes the person to be, and how it finds out.
-#[derive(Clone)]
-pub enum PageTrust {
-    /// No way to prove who is there: the page says to use the terminal command.
-    None,
-    /// `--dev` on loopback: the local dev subject, without a login.
-    Dev {
-        /// The dev token's tenant.
-        tenant: TenantId,
-        /// The dev token's subject.
-        subject: String,
-    },
-    /// An OpenID Connect login at the operator's identity provider.
-    Oidc(Arc<OidcLogin>),
-}
-
-impl std::fmt::Debug for PageTrust {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            PageTrust::None => "PageTrust::None",
-            PageTrust::Dev { .. } => "PageTrust::Dev",
-            PageTrust::Oidc(_) => "PageTrust::Oidc",
-        })
-    }
-}
+use page::{digest, escape, page, store_down};
 
 /// The page's path prefix; an approval's link is this followed by its id.
 pub const PREFIX: &str = "/approve/";
@@ -81,7 +57,12 @@ pub(super) async fn show(State(s): State<Arc<Shared>>, Path(id): Path<String>) -
             let note = "<p class=\"note\">This bridge runs with <code>--dev</code> on this machine, so it trusts whoever can open this page here (the dev key is on this disk) and asks for no sign-in.</p>";
             decision_page(&s, &approval, subject, note).await
         }
-        PageTrust::Oidc(login) => login.start(&s, &approval).await,
+        PageTrust::Oidc(login) => {
+            let ports = s.app.ports();
+            login
+                .start(&*ports.approvals, &*ports.clock, &approval)
+                .await
+        }
         PageTrust::None => page(
             StatusCode::OK,
             "Approve at a terminal",
@@ -217,11 +198,6 @@ pub(super) async fn decide(
     }
 }
 
-/// Hex SHA-256 of a secret's value: how the store keeps it.
-fn digest(value: &str) -> String {
-    data_encoding::HEXLOWER.encode(&Sha256::digest(value.as_bytes()))
-}
-
 fn already_decided(approval: &Approval) -> Response {
     let said = match approval.verdict {
         Verdict::Approved => "It was approved already.",
@@ -266,67 +242,6 @@ fn too_many(wait: std::time::Duration) -> Response {
     resp
 }
 
-fn store_down(e: &DomainError) -> Response {
-    tracing::warn!(error = %e, "the approval page cannot reach the store");
-    page(
-        StatusCode::SERVICE_UNAVAILABLE,
-        "Try again",
-        "<p>The bridge cannot reach its store right now; try again in a moment.</p>",
-    )
-}
-
-/// The page's security headers: no script or style from anywhere, no framing, no form
-/// target but this origin, no caching, no referrer (the link is a capability).
-const CSP: &str = "default-src 'none'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
-
-/// A whole HTML page with the security headers.
-pub(super) fn page(status: StatusCode, title: &str, body: &str) -> Response {
-    let html = format!(
-        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">\
-         <meta name=\"viewport\" content=\"width=device-width\"><title>{t} · CyberOS</title></head>\
-         <body><h1>{t}</h1>{body}</body></html>",
-        t = escape(title)
-    );
-    let mut resp = Response::new(Body::from(html));
-    *resp.status_mut() = status;
-    let h = resp.headers_mut();
-    h.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/html; charset=utf-8"),
-    );
-    h.insert(
-        header::CONTENT_SECURITY_POLICY,
-        HeaderValue::from_static(CSP),
-    );
-    h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
-    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    h.insert(
-        header::REFERRER_POLICY,
-        HeaderValue::from_static("no-referrer"),
-    );
-    h.insert(
-        header::X_CONTENT_TYPE_OPTIONS,
-        HeaderValue::from_static("nosniff"),
-    );
-    resp
-}
-
-/// `text` safe inside HTML text and double-quoted attributes.
-pub(super) fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
-
 /// `GET /approve/callback`: the identity provider's redirect back after a login.
 pub(super) async fn callback(State(s): State<Arc<Shared>>, RawQuery(query): RawQuery) -> Response {
     if let Err(wait) = s.gauges.take_page() {
@@ -335,7 +250,9 @@ pub(super) async fn callback(State(s): State<Arc<Shared>>, RawQuery(query): RawQ
     let PageTrust::Oidc(login) = &s.approval_trust else {
         return unknown();
     };
-    let Some((approval, tenant, subject)) = login.finish(&s, query.as_deref().unwrap_or("")).await
+    let Some((approval, tenant, subject)) = login
+        .finish(&*s.app.ports().approvals, query.as_deref().unwrap_or(""))
+        .await
     else {
         return refused("The sign-in did not complete. Open the link again.");
     };
@@ -343,27 +260,4 @@ pub(super) async fn callback(State(s): State<Arc<Shared>>, RawQuery(query): RawQ
         return refused("You signed in as another user than the one who made this call.");
     }
     decision_page(&s, &approval, &subject, "").await
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn markup_and_quotes_are_escaped() {
-        assert_eq!(
-            escape(r#"<script>"a" & 'b'</script>"#),
-            "&lt;script&gt;&quot;a&quot; &amp; &#39;b&#39;&lt;/script&gt;"
-        );
-    }
-
-    #[test]
-    fn every_page_forbids_scripts_framing_and_caching() {
-        let resp = page(StatusCode::OK, "t", "");
-        let h = resp.headers();
-        assert_eq!(h[header::CONTENT_SECURITY_POLICY], CSP);
-        assert!(CSP.starts_with("default-src 'none'"));
-        assert_eq!(h[header::X_FRAME_OPTIONS], "DENY");
-        assert_eq!(h[header::CACHE_CONTROL], "no-store");
-    }
 }
