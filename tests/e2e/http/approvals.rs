@@ -113,8 +113,16 @@ async fn an_approved_call_runs_once_on_its_identical_retry() {
     let (status, body) = post(&url, &format!("token={}&decision=deny", form_token(&again))).await;
     assert_eq!(status, 409, "decided already: {body}");
 
-    // Other arguments are not approved by it.
-    assert_ne!(link(&s.call(&token, APPEND, args(2)).await), url);
+    // Other arguments are not approved by it, and its page's token decides nothing else.
+    let other = link(&s.call(&token, APPEND, args(2)).await);
+    assert_ne!(other, url);
+    let (_, _, other_page) = get(&other).await;
+    let (status, _) = post(
+        &url,
+        &format!("token={}&decision=approve", form_token(&other_page)),
+    )
+    .await;
+    assert_eq!(status, 403, "a token of another approval's page");
     // The identical retry runs, once.
     let ran = s.call(&token, APPEND, args(1)).await;
     assert!(succeeded(&ran), "{ran}");
