@@ -2,43 +2,18 @@
 //! come before the tenant is known (an approval by its id, a secret by its digest) and
 //! the sweep, which are `SECURITY DEFINER` functions of the maintainer (0006).
 
-use sqlx::Row;
-use sqlx::postgres::PgRow;
-
 use super::{PgStore, down, timed, ts};
+use crate::adapters::rows::approvals::{self as rows, ApprovalColumns, SecretColumns};
 use crate::domain::approval::{
     Approval, ApprovalId, CallBinding, LIFETIME_MS, MAX_PENDING_PER_SUBJECT, PageSecret,
     SecretKind, Settled, Verdict,
 };
-use crate::domain::{DomainError, TenantId, Timestamp, Tool, Upstream};
+use crate::domain::{DomainError, TenantId};
 use crate::ports::Approvals;
 
-fn corrupt(what: &str) -> DomainError {
-    DomainError::unavailable(Upstream::TaskStore, None)
-        .with_hint(format!("the stored approval has an unreadable {what}"))
-}
-
-/// The columns of an approval, in the order [`approval`] reads them.
+/// The columns of an approval, in the order [`ApprovalColumns`] reads them.
 const APPROVAL_COLUMNS: &str = "id, tenant_id::text, subject, tool, args_sha256, arguments, verdict, \
      (extract(epoch FROM created_at) * 1000)::int8, (extract(epoch FROM expires_at) * 1000)::int8";
-
-fn approval(row: &PgRow) -> Result<Approval, DomainError> {
-    let text = |i: usize| row.try_get::<String, _>(i).map_err(down);
-    let millis = |i: usize| row.try_get::<i64, _>(i).map_err(down);
-    Ok(Approval {
-        id: ApprovalId::parse(&text(0)?).ok_or_else(|| corrupt("id"))?,
-        binding: CallBinding {
-            tenant: TenantId::parse(&text(1)?).map_err(|_| corrupt("tenant"))?,
-            subject: text(2)?,
-            tool: Tool::from_name(&text(3)?).ok_or_else(|| corrupt("tool"))?,
-            args_sha256: text(4)?,
-        },
-        arguments: text(5)?,
-        verdict: Verdict::parse(&text(6)?).ok_or_else(|| corrupt("verdict"))?,
-        created_at: Timestamp::from_unix_millis(millis(7)?),
-        expires_at: Timestamp::from_unix_millis(millis(8)?),
-    })
-}
 
 #[async_trait::async_trait]
 impl Approvals for PgStore {
@@ -66,11 +41,7 @@ impl Approvals for PgStore {
             .await
             .map_err(down)?;
             tx.commit().await.map_err(down)?;
-            Ok(match verdict.as_deref().and_then(Verdict::parse) {
-                Some(Verdict::Approved) => Some(Settled::Approved),
-                Some(Verdict::Denied) => Some(Settled::Denied),
-                Some(Verdict::Pending) | None => None,
-            })
+            Ok(rows::settled(verdict.as_deref()))
         })
         .await
     }
@@ -149,14 +120,14 @@ impl Approvals for PgStore {
                 "SELECT {APPROVAL_COLUMNS} FROM plugin_host.find_approval($1, {})",
                 ts!(2)
             );
-            let row = sqlx::query(sqlx::AssertSqlSafe(sql))
+            let row: Option<ApprovalColumns> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
                 .bind(id.to_string())
                 .bind(self.now_ms())
                 .fetch_optional(&mut *tx)
                 .await
                 .map_err(down)?;
             tx.commit().await.map_err(down)?;
-            row.as_ref().map(approval).transpose()
+            row.map(rows::approval).transpose()
         })
         .await
     }
@@ -228,7 +199,7 @@ impl Approvals for PgStore {
     ) -> Result<Option<PageSecret>, DomainError> {
         timed(async {
             let mut tx = self.begin(None).await.map_err(down)?;
-            let row = sqlx::query(concat!(
+            let row: Option<SecretColumns> = sqlx::query_as(concat!(
                 "SELECT approval_id, tenant_id::text, subject, payload,
                         (extract(epoch FROM expires_at) * 1000)::int8
                    FROM plugin_host.take_approval_secret($1, $2, ",
@@ -242,19 +213,7 @@ impl Approvals for PgStore {
             .await
             .map_err(down)?;
             tx.commit().await.map_err(down)?;
-            let Some(row) = row else {
-                return Ok(None);
-            };
-            let text = |i: usize| row.try_get::<String, _>(i).map_err(down);
-            Ok(Some(PageSecret {
-                kind,
-                digest: digest.to_owned(),
-                approval: ApprovalId::parse(&text(0)?).ok_or_else(|| corrupt("id"))?,
-                tenant: TenantId::parse(&text(1)?).map_err(|_| corrupt("tenant"))?,
-                subject: row.try_get(2).map_err(down)?,
-                payload: text(3)?,
-                expires_at: Timestamp::from_unix_millis(row.try_get(4).map_err(down)?),
-            }))
+            row.map(|c| rows::secret(kind, digest, c)).transpose()
         })
         .await
     }

@@ -1,47 +1,17 @@
 //! `Approvals` on the embedded file. Each decision is one statement, so processes
 //! sharing the file cannot both use one approval.
 
-use sqlx::Row;
-use sqlx::sqlite::SqliteRow;
-
 use super::SqliteStore;
+use crate::adapters::rows::approvals::{self as rows, ApprovalColumns, SecretColumns};
 use crate::domain::approval::{
     Approval, ApprovalId, CallBinding, LIFETIME_MS, MAX_PENDING_PER_SUBJECT, PageSecret,
     SecretKind, Settled, Verdict,
 };
-use crate::domain::{DomainError, TenantId, Timestamp, Tool, Upstream};
+use crate::domain::{DomainError, TenantId, Upstream};
 use crate::ports::Approvals;
 
 fn down(e: sqlx::Error) -> DomainError {
     DomainError::unavailable(Upstream::TaskStore, Some(e.into()))
-}
-
-fn corrupt(what: &str) -> DomainError {
-    DomainError::unavailable(Upstream::TaskStore, None)
-        .with_hint(format!("the stored approval has an unreadable {what}"))
-}
-
-/// An approval of a row of `approvals` (all columns, in table order).
-fn approval(row: &SqliteRow) -> Result<Approval, DomainError> {
-    let text = |i: usize| row.try_get::<String, _>(i).map_err(down);
-    let id = ApprovalId::parse(&text(0)?).ok_or_else(|| corrupt("id"))?;
-    let tenant = TenantId::parse(&text(1)?).map_err(|_| corrupt("tenant"))?;
-    let tool = Tool::from_name(&text(3)?).ok_or_else(|| corrupt("tool"))?;
-    let verdict = Verdict::parse(&text(6)?).ok_or_else(|| corrupt("verdict"))?;
-    let millis = |i: usize| row.try_get::<i64, _>(i).map_err(down);
-    Ok(Approval {
-        id,
-        binding: CallBinding {
-            tenant,
-            subject: text(2)?,
-            tool,
-            args_sha256: text(4)?,
-        },
-        arguments: text(5)?,
-        verdict,
-        created_at: Timestamp::from_unix_millis(millis(7)?),
-        expires_at: Timestamp::from_unix_millis(millis(8)?),
-    })
 }
 
 #[async_trait::async_trait]
@@ -63,11 +33,7 @@ impl Approvals for SqliteStore {
         .fetch_optional(self.writer.now())
         .await
         .map_err(down)?;
-        Ok(match verdict.as_deref().and_then(Verdict::parse) {
-            Some(Verdict::Approved) => Some(Settled::Approved),
-            Some(Verdict::Denied) => Some(Settled::Denied),
-            Some(Verdict::Pending) | None => None,
-        })
+        Ok(rows::settled(verdict.as_deref()))
     }
 
     async fn request(
@@ -120,7 +86,7 @@ impl Approvals for SqliteStore {
     }
 
     async fn find(&self, id: &ApprovalId) -> Result<Option<Approval>, DomainError> {
-        let row = sqlx::query(
+        let row: Option<ApprovalColumns> = sqlx::query_as(
             "SELECT id, tenant_id, subject, tool, args_sha256, arguments, verdict, created_at, expires_at
                FROM approvals WHERE id = ? AND expires_at > ?",
         )
@@ -129,7 +95,7 @@ impl Approvals for SqliteStore {
         .fetch_optional(&self.reader)
         .await
         .map_err(down)?;
-        row.as_ref().map(approval).transpose()
+        row.map(rows::approval).transpose()
     }
 
     async fn decide(
@@ -184,7 +150,7 @@ impl Approvals for SqliteStore {
         kind: SecretKind,
         digest: &str,
     ) -> Result<Option<PageSecret>, DomainError> {
-        let row = sqlx::query(
+        let row: Option<SecretColumns> = sqlx::query_as(
             "DELETE FROM approval_secrets WHERE digest = ? AND kind = ? AND expires_at > ?
              RETURNING approval_id, tenant_id, subject, payload, expires_at",
         )
@@ -194,19 +160,7 @@ impl Approvals for SqliteStore {
         .fetch_optional(self.writer.now())
         .await
         .map_err(down)?;
-        let Some(row) = row else {
-            return Ok(None);
-        };
-        let text = |i: usize| row.try_get::<String, _>(i).map_err(down);
-        Ok(Some(PageSecret {
-            kind,
-            digest: digest.to_owned(),
-            approval: ApprovalId::parse(&text(0)?).ok_or_else(|| corrupt("id"))?,
-            tenant: TenantId::parse(&text(1)?).map_err(|_| corrupt("tenant"))?,
-            subject: row.try_get(2).map_err(down)?,
-            payload: text(3)?,
-            expires_at: Timestamp::from_unix_millis(row.try_get(4).map_err(down)?),
-        }))
+        row.map(|c| rows::secret(kind, digest, c)).transpose()
     }
 
     async fn sweep(&self) -> Result<u64, DomainError> {
