@@ -13,7 +13,7 @@ import os from 'node:os';
 import path from 'node:path';
 import assert from 'node:assert/strict';
 import puppeteer from 'puppeteer-core';
-import { startIdp, CLIENT_ID } from './idp.mjs';
+import { startIdp, CLIENT_ID, PUBLIC_CLIENT_ID } from './idp.mjs';
 
 const TENANT_A = '00000000-0000-4000-8000-000000000001'; // the --dev token's tenant
 const TENANT_B = '00000000-0000-4000-8000-0000000000b2';
@@ -39,80 +39,122 @@ function freePort() {
 }
 
 const work = mkdtempSync(path.join(os.tmpdir(), 'approval-'));
-const bridgePort = await freePort();
-const idpPort = await freePort();
+const [bridgePort, publicPort, idpPort] = [await freePort(), await freePort(), await freePort()];
 const origin = `http://127.0.0.1:${bridgePort}`;
+const publicOrigin = `http://127.0.0.1:${publicPort}`;
 const idp = await startIdp({
   port: idpPort,
   redirectUri: `${origin}/approve/callback`,
+  publicRedirectUri: `${publicOrigin}/approve/callback`,
   tenants: { 'Tenant A': TENANT_A, 'Tenant B': TENANT_B },
 });
 writeFileSync(path.join(work, 'client-secret'), `${idp.clientSecret}\n`, { mode: 0o600 });
 
-const dataDir = path.join(work, 'data');
-let bridgeLog = '';
-const bridge = spawn(bin, [
-  '--dev', '--data-dir', dataDir, '--transport', 'http', '--listen', `127.0.0.1:${bridgePort}`,
-  '--jwt-issuer', idp.issuer,
-  '--approval-client-id', CLIENT_ID,
-  '--approval-client-secret-file', path.join(work, 'client-secret'),
-], { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, RUST_LOG: process.env.RUST_LOG ?? 'info' } });
-bridge.stderr.setEncoding('utf8');
-bridge.stderr.on('data', (chunk) => { bridgeLog += chunk; });
-let bridgeExit = null;
-bridge.on('exit', (code, signal) => { bridgeExit = { code, signal }; });
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/**
+ * Starts a bridge on 127.0.0.1:`port` (its own data dir) with `--dev`, the provider as
+ * `--jwt-issuer` and `approval` flags; resolves once /healthz answers, with the --dev
+ * bearer token (its stderr's second line).
+ */
+async function startBridge(name, port, approval) {
+  const b = { name, origin: `http://127.0.0.1:${port}`, dataDir: path.join(work, name), log: '', exit: null };
+  b.proc = spawn(bin, [
+    '--dev', '--data-dir', b.dataDir, '--transport', 'http', '--listen', `127.0.0.1:${port}`,
+    '--jwt-issuer', idp.issuer, ...approval,
+  ], { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, RUST_LOG: process.env.RUST_LOG ?? 'info' } });
+  b.proc.stderr.setEncoding('utf8');
+  b.proc.stderr.on('data', (chunk) => { b.log += chunk; });
+  b.proc.on('exit', (code, signal) => { b.exit = { code, signal }; });
+  bridges.push(b);
+  for (let i = 0; ; i++) {
+    const lines = b.log.split('\n');
+    if (lines.length > 2 && lines[1].trim()) {
+      try {
+        const r = await fetch(`${b.origin}/healthz`);
+        if (r.ok) { b.token = lines[1].trim(); return b; }
+      } catch { /* not listening yet */ }
+    }
+    if (b.exit !== null || i > 150) {
+      throw new Error(`the ${name} did not start (${JSON.stringify(b.exit)}):\n${b.log}`);
+    }
+    await sleep(100);
+  }
+}
+
+const bridges = [];
+let passed = 0;
+let failed = 0;
 let browser;
 async function cleanup() {
   await browser?.close().catch(() => {});
-  if (bridgeExit === null) bridge.kill('SIGTERM');
+  for (const b of bridges) if (b.exit === null) b.proc.kill('SIGTERM');
   await idp.close();
   rmSync(work, { recursive: true, force: true });
 }
-
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
-
-// The bridge is up and its stderr's second line is the --dev bearer token.
-let tokenA;
-for (let i = 0; ; i++) {
-  const lines = bridgeLog.split('\n');
-  if (lines.length > 2 && lines[1].trim()) {
-    try {
-      const r = await fetch(`${origin}/healthz`);
-      if (r.ok) { tokenA = lines[1].trim(); break; }
-    } catch { /* not listening yet */ }
-  }
-  if (bridgeExit !== null || i > 150) {
-    console.error(`the bridge did not start (${JSON.stringify(bridgeExit)}):\n${bridgeLog}`);
-    await cleanup();
-    process.exit(1);
-  }
-  await sleep(100);
+// run.sh's `timeout` ends a run that hangs: stop the bridges and the browser with it, and
+// say nothing more than that the run failed.
+let stopping = false;
+const say = (line) => { if (!stopping) console.log(line); };
+for (const signal of ['SIGTERM', 'SIGINT']) {
+  process.once(signal, () => {
+    say(`approval: stopped by ${signal}`);
+    stopping = true;
+    const verdict = `approval: ${passed} passed, ${failed + 1} failed`;
+    cleanup().finally(() => {
+      console.log(verdict);
+      process.exit(1);
+    });
+  });
 }
-function mint(tenant, sub) {
+function logs() {
+  return `${bridges.map((b) => `--- ${b.name} stderr\n${b.log}`).join('\n')}\n--- IdP errors\n${JSON.stringify(idp.errors, null, 1)}`;
+}
+
+function mint(dataDir, tenant, sub) {
   const r = spawnSync(bin, ['--data-dir', dataDir, 'dev-token', '--tenant', tenant, '--sub', sub], { encoding: 'utf8' });
   if (r.status !== 0) throw new Error(`dev-token failed: ${r.stderr}`);
   return r.stdout.trim();
 }
-const tokenB = mint(TENANT_B, 'local-dev');
 
-browser = await puppeteer.launch({
-  executablePath: CHROMIUM,
-  headless: true, // --headless=new
-  args: [
-    ...(process.getuid?.() === 0 ? ['--no-sandbox'] : []),
-    '--disable-dev-shm-usage',
-    '--no-first-run',
-    // Only this machine's loopback: no name resolves, 127.0.0.1 is dialed as is.
-    '--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1',
-  ],
-});
+let main;
+let pub;
+let tokenA;
+let tokenB;
+try {
+  [main, pub] = await Promise.all([
+    startBridge('bridge', bridgePort, [
+      '--approval-client-id', CLIENT_ID,
+      '--approval-client-secret-file', path.join(work, 'client-secret'),
+    ]),
+    // A public client: PKCE only, no secret.
+    startBridge('public-client bridge', publicPort, ['--approval-client-id', PUBLIC_CLIENT_ID]),
+  ]);
+  tokenA = main.token;
+  tokenB = mint(main.dataDir, TENANT_B, 'local-dev');
+  browser = await puppeteer.launch({
+    executablePath: CHROMIUM,
+    headless: true, // --headless=new
+    args: [
+      ...(process.getuid?.() === 0 ? ['--no-sandbox'] : []),
+      '--disable-dev-shm-usage',
+      '--no-first-run',
+      // Only this machine's loopback: no name resolves, 127.0.0.1 is dialed as is.
+      '--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1',
+    ],
+  });
+} catch (err) {
+  console.log(`approval: set-up FAILED\n${err.stack ?? err}\n${logs()}`);
+  await cleanup();
+  console.log('approval: 0 passed, 1 failed');
+  process.exit(1);
+}
 
 // --- The MCP side: one stateless POST /mcp per call ------------------------------------
 
 let nextId = 1;
-async function call(token, args) {
-  const r = await fetch(`${origin}/mcp`, {
+async function call(token, args, at = origin) {
+  const r = await fetch(`${at}/mcp`, {
     method: 'POST',
     headers: {
       authorization: `Bearer ${token}`,
@@ -136,10 +178,10 @@ async function call(token, args) {
 }
 
 /** The approval link of a refused call (asserting it was refused for approval). */
-function linkOf(frame) {
+function linkOf(frame, at = origin) {
   const data = frame.error?.data;
   assert.equal(data?.class, 'authz_denied', `not refused for approval: ${JSON.stringify(frame)}`);
-  const m = new RegExp(`${origin}/approve/[0-9a-f]{32}(?![0-9a-f])`).exec(data.hint ?? '');
+  const m = new RegExp(`${at}/approve/[0-9a-f]{32}(?![0-9a-f])`).exec(data.hint ?? '');
   assert.ok(m, `no approval link in the hint: ${JSON.stringify(frame)}`);
   return m[0];
 }
@@ -174,7 +216,7 @@ async function signIn(link, user, tenant) {
     page.waitForNavigation({ waitUntil: 'load' }),
     page.click('button[type=submit]'),
   ]);
-  assert.ok(page.url().startsWith(`${origin}/approve/callback?`),
+  assert.ok(page.url().startsWith(`${new URL(link).origin}/approve/callback?`),
     `the sign-in did not come back to the bridge: ${page.url()}\n${await page.content()}\n${JSON.stringify(idp.errors)}`);
   return { context, page, status: resp.status() };
 }
@@ -349,6 +391,18 @@ const scenarios = {
     assert.notEqual(linkOf(await call(tokenA, args)), link);
     assert.ok(ran(await call(tokenB, args)), "tenant B's approved retry runs");
   },
+
+  async 'a public client (PKCE, no secret) signs in and approves too'() {
+    const args = freshArgs('public-client');
+    const link = linkOf(await call(pub.token, args, pub.origin), pub.origin);
+    const to = new URL((await fetch(link, { redirect: 'manual' })).headers.get('location'));
+    assert.equal(to.searchParams.get('client_id'), PUBLIC_CLIENT_ID);
+    const { context, page, status } = await signIn(link, 'local-dev', TENANT_A);
+    await assertDecisionPage(page, status, { tenant: TENANT_A, user: 'local-dev', link, args });
+    assert.equal((await decide(page, 'approve')).title, 'Approved');
+    await context.close();
+    assert.ok(ran(await call(pub.token, args, pub.origin)), 'the approved retry runs');
+  },
 };
 
 async function screenshot(out) {
@@ -372,8 +426,6 @@ function withTimeout(promise, ms) {
   ]).finally(() => clearTimeout(timer));
 }
 
-let passed = 0;
-let failed = 0;
 try {
   if (flag === '--screenshot') {
     await withTimeout(screenshot(shotPath), SCENARIO_MS);
@@ -383,23 +435,24 @@ try {
       try {
         await withTimeout(run(), SCENARIO_MS);
         passed += 1;
-        console.log(`approval: ${name}: ok (${Date.now() - started} ms)`);
+        say(`approval: ${name}: ok (${Date.now() - started} ms)`);
       } catch (err) {
         failed += 1;
-        console.log(`approval: ${name}: FAILED\n${err.stack ?? err}`);
+        say(`approval: ${name}: FAILED\n${err.stack ?? err}`);
       }
     }
-    if (bridgeExit !== null) {
+    for (const b of bridges.filter((b) => b.exit !== null)) {
       failed += 1;
-      console.log(`approval: the bridge exited during the run: ${JSON.stringify(bridgeExit)}`);
+      say(`approval: the ${b.name} exited during the run: ${JSON.stringify(b.exit)}`);
     }
-    if (failed) console.log(`--- bridge stderr\n${bridgeLog}\n--- IdP errors\n${JSON.stringify(idp.errors, null, 1)}`);
+    if (failed) say(logs());
   }
 } catch (err) {
   failed += 1;
-  console.log(`approval: FAILED\n${err.stack ?? err}\n--- bridge stderr\n${bridgeLog}\n--- IdP errors\n${JSON.stringify(idp.errors, null, 1)}`);
+  say(`approval: FAILED\n${err.stack ?? err}\n${logs()}`);
 } finally {
   await cleanup();
 }
-if (flag !== '--screenshot') console.log(`approval: ${passed} passed, ${failed} failed`);
+if (stopping) await new Promise(() => {}); // the signal's handler ends the process
+if (flag !== '--screenshot') say(`approval: ${passed} passed, ${failed} failed`);
 process.exit(failed ? 1 : 0);

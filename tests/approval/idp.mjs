@@ -1,6 +1,7 @@
 // A real OpenID Provider (oidc-provider) on 127.0.0.1 for the approval page's sign-in:
-// one confidential client (client_secret_basic, PKCE required) whose redirect URI is the
-// bridge's /approve/callback, and a sign-in page of its own (a user name and an
+// a confidential client (client_secret_basic) and a public one (no secret), PKCE required
+// of both, each with one bridge's /approve/callback as its redirect URI, and a sign-in
+// page of its own (a user name and an
 // organization picker, no password) in place of the library's dev interactions. The
 // organization picked at a sign-in becomes that login's `tenant_id` claim in the ID token,
 // as an identity provider with organizations does.
@@ -9,6 +10,7 @@ import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import Provider from 'oidc-provider';
 
 export const CLIENT_ID = 'cyberos-approval';
+export const PUBLIC_CLIENT_ID = 'cyberos-approval-public';
 
 function escape(text) {
   return String(text).replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
@@ -25,11 +27,13 @@ function readForm(req) {
 }
 
 /**
- * Starts the provider on 127.0.0.1:`port` for a bridge whose callback is `redirectUri`,
- * offering `tenants` ({label: uuid}) at sign-in. Returns its issuer, the client secret,
- * what it logged (`errors`, `tokens`: the ID tokens' claims it issued) and close().
+ * Starts the provider on 127.0.0.1:`port` for a bridge whose callback is `redirectUri`
+ * (the confidential client) and one whose callback is `publicRedirectUri` (the public
+ * client), offering `tenants` ({label: uuid}) at sign-in. Returns its issuer, the
+ * confidential client's secret, what it logged (`errors`; `issued`: the claims of the ID
+ * tokens it issued) and close().
  */
-export async function startIdp({ port, redirectUri, tenants }) {
+export async function startIdp({ port, redirectUri, publicRedirectUri, tenants }) {
   const issuer = `http://127.0.0.1:${port}`;
   const clientSecret = randomBytes(24).toString('hex');
   const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
@@ -47,6 +51,12 @@ export async function startIdp({ port, redirectUri, tenants }) {
       response_types: ['code'],
       grant_types: ['authorization_code'],
       token_endpoint_auth_method: 'client_secret_basic',
+    }, {
+      client_id: PUBLIC_CLIENT_ID,
+      redirect_uris: [publicRedirectUri],
+      response_types: ['code'],
+      grant_types: ['authorization_code'],
+      token_endpoint_auth_method: 'none',
     }],
     jwks: { keys: [jwk] },
     cookies: { keys: [randomBytes(16).toString('hex')] },
