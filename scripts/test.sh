@@ -133,7 +133,7 @@ rm -f "$conf_log"
 # --- The approval page in a real browser: headless Chromium (Debian's, installed with
 # apt-get when absent) signs in at a real OpenID Provider (oidc-provider, in the test's
 # Node.js process) and approves or denies on the bridge's page (tests/approval/README.md;
-# pinned by tests/approval/package-lock.json, cached in tests/approval/.cache; ~15 s).
+# pinned by tests/approval/package-lock.json, cached in tests/approval/.cache; 12-20 s).
 # Each scenario counts once; an install that fails counts as a failure.
 log "approval page in headless Chromium against oidc-provider (tests/approval/run.sh)"
 appr_log=$(mktemp)
