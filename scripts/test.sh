@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The whole test suite, from a clean checkout: installs what the tests need, then runs
 # formatting and lint checks, the Rust tests (unit, integration against the built binary,
-# doc tests), the third-party client tests (the official Python MCP SDK) and the real
-# hosts (Claude Code and the Codex CLI, headless).
+# doc tests), the third-party client tests (the official Python MCP SDK), the real
+# hosts (Claude Code and the Codex CLI, headless), the MCP conformance suite and the
+# approval page in headless Chromium.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -128,6 +129,27 @@ else
   echo "the conformance suite ended without a verdict" >&2; failed=$((failed + 1))
 fi
 rm -f "$conf_log"
+
+# --- The approval page in a real browser: headless Chromium (Debian's, installed with
+# apt-get when absent) signs in at a real OpenID Provider (oidc-provider, in the test's
+# Node.js process) and approves or denies on the bridge's page (tests/approval/README.md;
+# pinned by tests/approval/package-lock.json, cached in tests/approval/.cache; 12-20 s).
+# Each scenario counts once; an install that fails counts as a failure.
+log "approval page in headless Chromium against oidc-provider (tests/approval/run.sh)"
+appr_log=$(mktemp)
+if tests/approval/install.sh >&2; then
+  tests/approval/run.sh "$bin" | tee "$appr_log" || true
+  ap=$(sed -n 's/^approval: \([0-9]*\) passed, \([0-9]*\) failed$/\1/p' "$appr_log")
+  af=$(sed -n 's/^approval: \([0-9]*\) passed, \([0-9]*\) failed$/\2/p' "$appr_log")
+  if [ -n "$ap" ]; then
+    passed=$((passed + ap)); failed=$((failed + af))
+  else
+    echo "the approval browser test ended without a verdict" >&2; failed=$((failed + 1))
+  fi
+else
+  echo "the approval browser test could not be installed" >&2; failed=$((failed + 1))
+fi
+rm -f "$appr_log"
 
 # --- The container image's build steps (the Dockerfile only runs this script; there is
 # no container engine here): a stripped release binary that runs, staged as the image.

@@ -298,3 +298,65 @@ async fn pending_approvals_and_page_requests_are_bounded() {
     assert!(shed > 0, "no request was shed");
     assert!(statuses.iter().all(|(st, _, _)| *st == 404 || *st == 429));
 }
+
+/// With `--approval-client-id` the page signs in at the `--jwt-issuer`: the bridge starts
+/// (its sign-in's HTTP client gets a TLS provider even when it is the first client made),
+/// and the link sends the person to the issuer's authorization endpoint by the code flow
+/// with PKCE S256, a nonce and scope `openid`, back to `/approve/callback`.
+#[tokio::test]
+async fn a_configured_sign_in_sends_the_user_to_the_issuer() {
+    let issuer = std::sync::Arc::new(std::sync::OnceLock::<String>::new());
+    let iss = std::sync::Arc::clone(&issuer);
+    let discovery = axum::Router::new()
+        .route(
+            "/.well-known/openid-configuration",
+            axum::routing::get(move || {
+                let iss = iss.get().cloned().unwrap_or_default();
+                async move {
+                    axum::Json(json!({
+                        "issuer": iss,
+                        "authorization_endpoint": format!("{iss}/authorize"),
+                        "token_endpoint": format!("{iss}/token"),
+                        "jwks_uri": format!("{iss}/jwks"),
+                        "response_types_supported": ["code"],
+                        "subject_types_supported": ["public"],
+                        "id_token_signing_alg_values_supported": ["RS256"]
+                    }))
+                }
+            }),
+        )
+        .route(
+            "/jwks",
+            axum::routing::get(|| async { axum::Json(json!({"keys": []})) }),
+        );
+    let addr = crate::support::serve_http(discovery);
+    issuer.set(format!("http://{addr}")).unwrap();
+    let iss = issuer.get().unwrap();
+    let s = Server::start(&["--jwt-issuer", iss, "--approval-client-id", "bridge-test"]);
+    let token = s.token(LOCAL, None);
+    let url = link(&s.call(&token, APPEND, args(7)).await);
+    let resp = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap()
+        .get(&url)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status().as_u16(), 303);
+    let to = reqwest::Url::parse(resp.headers()["location"].to_str().unwrap()).unwrap();
+    assert_eq!(
+        format!("{}{}", to.origin().ascii_serialization(), to.path()),
+        format!("{iss}/authorize")
+    );
+    let q: std::collections::HashMap<_, _> = to.query_pairs().into_owned().collect();
+    assert_eq!(q["response_type"], "code");
+    assert_eq!(q["client_id"], "bridge-test");
+    assert_eq!(q["scope"], "openid");
+    assert_eq!(q["code_challenge_method"], "S256");
+    assert_eq!(q["redirect_uri"], s.url("/approve/callback"));
+    assert!(q.contains_key("code_challenge") && q.contains_key("nonce") && q.contains_key("state"));
+    // The page did not fall back to --dev's trust: no form without the sign-in.
+    let (_, _, page) = get(&url).await;
+    assert!(!page.contains("name=\"token\""), "{page}");
+}

@@ -51,6 +51,9 @@ impl OidcLogin {
         })?;
         let redirect = RedirectUrl::new(redirect)
             .map_err(|e| anyhow::anyhow!("the approval page's callback URL is malformed: {e}"))?;
+        // reqwest is built without a TLS provider of its own: rustls on ring, as the
+        // bridge's other clients, installed here too since this client may be the first.
+        let _ = rustls::crypto::ring::default_provider().install_default();
         // No redirects: a provider's endpoint that redirects is refused, not followed.
         let http = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
