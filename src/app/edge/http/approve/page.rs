@@ -22,15 +22,33 @@ pub(super) fn store_down(e: &DomainError) -> Response {
     )
 }
 
-/// The page's security headers: no script or style from anywhere, no framing, no form
-/// target but this origin, no caching, no referrer (the link is a capability).
-const CSP: &str = "default-src 'none'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+/// The page's one style sheet, inline: the policy admits exactly this text by its hash.
+const STYLE: &str = "body{font:16px/1.5 system-ui,sans-serif;max-width:46rem;margin:2rem auto;padding:0 1rem;color:#1a1a1a}\
+dl{display:grid;grid-template-columns:max-content 1fr;gap:.25rem 1rem}dt{font-weight:600}dd{margin:0}\
+pre{background:#f4f4f4;padding:.75rem;overflow:auto;border-radius:4px}\
+button{font:inherit;padding:.4rem 1.2rem;margin-right:.5rem;border-radius:4px;border:1px solid #888;cursor:pointer}\
+button[value=approve]{background:#1f6f3f;color:#fff;border-color:#1f6f3f}.note{color:#555;font-size:.9rem}";
+
+/// The page's security headers: no script, no style but [`STYLE`], nothing loaded from
+/// anywhere, no framing, no form target but this origin, no caching, no referrer (the
+/// link is a capability).
+fn csp() -> &'static str {
+    static CSP: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    CSP.get_or_init(|| {
+        let hash = data_encoding::BASE64.encode(&Sha256::digest(STYLE.as_bytes()));
+        format!(
+            "default-src 'none'; style-src 'sha256-{hash}'; form-action 'self'; \
+             frame-ancestors 'none'; base-uri 'none'"
+        )
+    })
+}
 
 /// A whole HTML page with the security headers.
 pub(super) fn page(status: StatusCode, title: &str, body: &str) -> Response {
     let html = format!(
         "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">\
-         <meta name=\"viewport\" content=\"width=device-width\"><title>{t} · CyberOS</title></head>\
+         <meta name=\"viewport\" content=\"width=device-width\"><title>{t} · CyberOS</title>\
+         <style>{STYLE}</style></head>\
          <body><h1>{t}</h1>{body}</body></html>",
         t = escape(title)
     );
@@ -43,7 +61,7 @@ pub(super) fn page(status: StatusCode, title: &str, body: &str) -> Response {
     );
     h.insert(
         header::CONTENT_SECURITY_POLICY,
-        HeaderValue::from_static(CSP),
+        HeaderValue::from_static(csp()),
     );
     h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
@@ -90,9 +108,38 @@ mod tests {
     fn every_page_forbids_scripts_framing_and_caching() {
         let resp = page(StatusCode::OK, "t", "");
         let h = resp.headers();
-        assert_eq!(h[header::CONTENT_SECURITY_POLICY], CSP);
-        assert!(CSP.starts_with("default-src 'none'"));
+        let policy = h[header::CONTENT_SECURITY_POLICY].to_str().unwrap();
+        assert!(policy.starts_with("default-src 'none'"), "{policy}");
+        assert!(
+            !policy.contains("unsafe") && !policy.contains("script-src"),
+            "{policy}"
+        );
         assert_eq!(h[header::X_FRAME_OPTIONS], "DENY");
         assert_eq!(h[header::CACHE_CONTROL], "no-store");
+    }
+
+    #[tokio::test]
+    async fn the_policy_admits_exactly_the_pages_style() {
+        let resp = page(StatusCode::OK, "t", "");
+        let policy = resp.headers()[header::CONTENT_SECURITY_POLICY]
+            .to_str()
+            .unwrap()
+            .to_owned();
+        let html = axum::body::to_bytes(resp.into_body(), usize::MAX)
+            .await
+            .unwrap();
+        let html = std::str::from_utf8(&html).unwrap();
+        let style = html
+            .split("<style>")
+            .nth(1)
+            .unwrap()
+            .split("</style>")
+            .next()
+            .unwrap();
+        let hash = data_encoding::BASE64.encode(&Sha256::digest(style.as_bytes()));
+        assert!(
+            policy.contains(&format!("style-src 'sha256-{hash}'")),
+            "{policy}"
+        );
     }
 }
