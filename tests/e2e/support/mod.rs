@@ -14,7 +14,6 @@ pub mod http_server;
 pub mod in_process;
 pub mod jwks_server;
 pub mod memory_server;
-pub mod mocks;
 pub mod module_graph;
 pub mod pg;
 pub mod proc_status;
