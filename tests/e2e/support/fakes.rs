@@ -96,6 +96,7 @@ impl StaticSkills {
         match self.behaviour {
             Behaviour::Answer => Ok(()),
             Behaviour::Slow(d) => {
+                // The delay is the scenario: an upstream that takes `d` to answer.
                 tokio::time::sleep(d).await;
                 Ok(())
             }
