@@ -140,9 +140,10 @@ async fn a_cancel_on_one_instance_reaches_the_others_at_once() {
         )
         .await
         .unwrap();
-    crate::support::wait_until(Duration::from_secs(10), "no stop arrived", || {
+    crate::support::wait_until_async(Duration::from_secs(10), "no stop arrived", async || {
         stops.0.lock().unwrap().contains(&clock.task.id)
-    });
+    })
+    .await;
     assert_eq!(
         *stops.0.lock().unwrap(),
         [t.task.id, clock.task.id],
