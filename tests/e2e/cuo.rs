@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use crate::support::binary::Bridge;
-use crate::support::{alive, assert_envelope, fixtures};
+use crate::support::{alive, assert_envelope, fixtures, wait_for, wait_until};
 
 /// The interpreter itself, not a version-manager shim (a shell script that would add its
 /// own variables to the child's environment).
@@ -86,13 +86,10 @@ fn a_hung_child_times_out_and_is_killed_with_its_group() {
         .split_whitespace()
         .map(|p| p.parse().unwrap())
         .collect();
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while pids.iter().any(|p| alive(*p)) && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    assert!(
-        !pids.iter().any(|p| alive(*p)),
-        "child and grandchild are gone: {pids:?}"
+    wait_until(
+        Duration::from_secs(5),
+        &format!("child and grandchild are gone: {pids:?}"),
+        || !pids.iter().any(|p| alive(*p)),
     );
     // And the bridge recovers.
     assert_eq!(
@@ -226,16 +223,14 @@ fn a_child_that_crashes_during_a_workflow_fails_its_task_and_the_bridge_serves_o
         .as_str()
         .unwrap_or_else(|| panic!("a task handle: {resp}"))
         .to_owned();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
+    wait_for(Duration::from_secs(20), || {
         let got = b.request("tasks/get", json!({"taskId": id}));
         if got["result"]["status"] == "failed" {
-            break;
+            return Ok(());
         }
         assert_ne!(got["result"]["status"], "completed", "{got}");
-        assert!(Instant::now() < deadline, "the task never failed: {got}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+        Err(format!("the task never failed: {got}"))
+    });
     let result = b.request("tasks/result", json!({"taskId": id}));
     let data = assert_envelope(&result, -32050, "upstream_unavailable");
     let message = result["error"]["data"]["message"].as_str().unwrap();

@@ -85,6 +85,8 @@ async fn a_client_that_does_not_read_its_answers_stops_being_read_and_loses_none
         write.write_all(&input).await.unwrap();
         write
     });
+    // A negative, so a real wait: the writer must still be blocked after the bridge had
+    // ample time to read everything, had it kept reading.
     tokio::time::sleep(Duration::from_secs(3)).await;
     assert!(
         !writer.is_finished(),

@@ -129,9 +129,12 @@ async fn a_repeated_single_value_header_is_refused() {
 
 /// `/readyz` is unauthenticated: a flood of probes costs one store and one CUO check a
 /// second.
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn readiness_probes_share_one_store_check_a_second() {
-    use crate::support::mocks::MockPorts;
+    use crate::support::fakes::{
+        CallLog, FixedClock, InMemoryAudit, InMemoryLedger, InMemoryTasks, Recorded, ScriptedCuo,
+        StaticSkills,
+    };
     use axum::body::Body;
     use cyberos_mcp_bridge::app::edge::http::{HttpSettings, Limits, OriginPolicy, router};
     use cyberos_mcp_bridge::app::service::identity::{Identity, StdioToken};
@@ -139,15 +142,33 @@ async fn readiness_probes_share_one_store_check_a_second() {
     use std::sync::Arc;
     use tower::ServiceExt;
 
-    let mut ports = MockPorts::default();
-    // Exactly one check for the burst below, then one more once the answer is stale.
-    ports.tasks.expect_check().times(2).returning(|| Ok(()));
-    ports.cuo.expect_check().times(2).returning(|| Ok(()));
+    let log = CallLog::default();
+    let ports = cyberos_mcp_bridge::ports::Ports {
+        tasks: Recorded::new(InMemoryTasks::default(), &log),
+        cuo: Recorded::new(ScriptedCuo, &log),
+        memory: Recorded::new(InMemoryAudit::default(), &log),
+        skills: Recorded::new(
+            StaticSkills::new(crate::support::fakes::Behaviour::Answer),
+            &log,
+        ),
+        clock: Arc::new(FixedClock(
+            cyberos_mcp_bridge::domain::Timestamp::from_unix_millis(0),
+        )),
+        ledger: Recorded::new(InMemoryLedger::default(), &log),
+        answers: Arc::new(cyberos_mcp_bridge::adapters::unavailable::Unavailable::new(
+            cyberos_mcp_bridge::domain::Upstream::TaskStore,
+            "no answers in this test",
+        )),
+        approvals: Arc::new(cyberos_mcp_bridge::adapters::unavailable::Unavailable::new(
+            cyberos_mcp_bridge::domain::Upstream::TaskStore,
+            "no approvals in this test",
+        )),
+    };
     let identity = Identity::new(
         Arc::new(crate::support::fakes::StaticTokens),
         StdioToken::None,
     );
-    let app = App::new(ports.into_ports(), Settings::default(), identity);
+    let app = App::new(ports, Settings::default(), identity);
     let settings = HttpSettings {
         public_url: "http://127.0.0.1:3000/mcp".into(),
         policy: OriginPolicy {
@@ -174,12 +195,21 @@ async fn readiness_probes_share_one_store_check_a_second() {
     for p in burst {
         assert_eq!(p.await.unwrap(), 200);
     }
-    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    // Exactly one check of each for the burst, and nothing else asked.
+    let checks = || {
+        (
+            log.count("tasks.check"),
+            log.count("cuo.check"),
+            log.calls().len(),
+        )
+    };
+    assert_eq!(checks(), (1, 1, 2), "{:?}", log.calls());
+    // The paused clock moves past the answer's second of reuse.
+    tokio::time::advance(std::time::Duration::from_millis(1100)).await;
     assert_eq!(
         probe(routes.clone()).await,
         200,
         "a stale answer is checked again"
     );
-    // Dropping the router drops the mock, which checks the count.
-    drop(routes);
+    assert_eq!(checks(), (2, 2, 4), "{:?}", log.calls());
 }

@@ -18,7 +18,7 @@ mod hardening;
 mod http;
 mod identity;
 mod memory;
-mod pipeline_mocks;
+mod pipeline_ports;
 mod release;
 mod seed_bounds;
 mod short_tools;

@@ -183,12 +183,9 @@ fn an_edited_skill_is_listed_as_it_now_reads() {
     assert_eq!(described(&mut b), "Before the edit.");
     assert_eq!(described(&mut b), "Before the edit.");
     crate::support::script_skill(&skills, "zz-edited", "After the edit.", script);
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    while described(&mut b) != "After the edit." {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the edit was not listed within 20 s"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(250));
-    }
+    crate::support::wait_until(
+        std::time::Duration::from_secs(20),
+        "the edit was not listed",
+        || described(&mut b) == "After the edit.",
+    );
 }

@@ -6,7 +6,7 @@ use cyberos_mcp_bridge::domain::cuo::Workflow;
 use cyberos_mcp_bridge::domain::{CallCtx, JsonText};
 
 use crate::support::call_ctx;
-use crate::support::mocks::{MockCuo, Port};
+use crate::support::fakes::{CallLog, CatalogueCuo, Recorded};
 
 fn workflow(id: &str) -> Workflow {
     Workflow {
@@ -23,31 +23,11 @@ fn workflow(id: &str) -> Workflow {
 async fn the_catalogue_is_asked_once_per_tenant_and_again_on_a_miss() {
     let a = call_ctx("aaaaaaaa-0000-4000-8000-00000000000a");
     let b = call_ctx("bbbbbbbb-0000-4000-8000-00000000000b");
-    let mut cuo = MockCuo::new();
-    let mut seq = mockall::Sequence::new();
-    // Tenant A: the first lookup fetches; the CUO then gains "retro", found by the
-    // lookup that misses; tenant B fetches its own.
-    cuo.expect_list_workflows()
-        .withf(|ctx, persona| {
-            ctx.tenant.to_string().starts_with("aaaa") && persona.as_deref() == Some("cto")
-        })
-        .times(1)
-        .in_sequence(&mut seq)
-        .returning(|_, _| Ok(vec![workflow("adr")]));
-    cuo.expect_list_workflows()
-        .withf(|ctx, _| ctx.tenant.to_string().starts_with("aaaa"))
-        .times(1)
-        .in_sequence(&mut seq)
-        .returning(|_, _| Ok(vec![workflow("adr"), workflow("retro")]));
-    cuo.expect_list_workflows()
-        .withf(|ctx, _| ctx.tenant.to_string().starts_with("bbbb"))
-        .times(1)
-        .in_sequence(&mut seq)
-        .returning(|_, _| Ok(vec![workflow("adr")]));
-    let port = Port(cuo);
+    let log = CallLog::default();
+    let port = Recorded::new(CatalogueCuo::new(vec![workflow("adr")]), &log);
     let catalog = WorkflowCatalog::default();
     let known = async |ctx: &CallCtx, workflow: &str| {
-        let schema = catalog.schema(&port, ctx, "cto", workflow).await.unwrap();
+        let schema = catalog.schema(&*port, ctx, "cto", workflow).await.unwrap();
         schema.map(|s| {
             !s.as_ref()
                 .as_ref()
@@ -55,6 +35,7 @@ async fn the_catalogue_is_asked_once_per_tenant_and_again_on_a_miss() {
                 .is_valid(&serde_json::json!({}))
         })
     };
+    // Tenant A: the first lookup fetches, the next two are answered from the cache.
     for _ in 0..3 {
         assert_eq!(
             known(&a, "adr").await,
@@ -62,8 +43,13 @@ async fn the_catalogue_is_asked_once_per_tenant_and_again_on_a_miss() {
             "the schema requires a title"
         );
     }
+    assert_eq!(log.count("cuo."), 1, "{:?}", log.calls());
+    // The CUO gains "retro": the lookup that misses fetches again, the next one is cached.
+    port.inner.add(workflow("retro"));
     assert_eq!(known(&a, "retro").await, Some(true));
     assert_eq!(known(&a, "retro").await, Some(true));
+    // Tenant B fetches its own.
     assert_eq!(known(&b, "adr").await, Some(true));
-    // Dropping the mock checks the counts.
+    let asked = |ctx: &CallCtx| format!("cuo.list_workflows {}/alice Some(\"cto\")", ctx.tenant);
+    assert_eq!(log.calls(), [asked(&a), asked(&a), asked(&b)]);
 }

@@ -11,9 +11,9 @@ use serde_json::{Value, json};
 
 use super::sessions::{SESSION, initialize, post};
 use super::{LOCAL, OTHER};
-use crate::support::assert_envelope;
 use crate::support::http_server::{Reply, Server, error_body, open_stream_with, read, rpc};
 use crate::support::schema::check_frame;
+use crate::support::{assert_envelope, wait_for_async};
 use cyberos_mcp_bridge::domain::session::MAX_OPEN_QUESTIONS;
 
 const APPEND: &str = "cyberos.memory.append_audit";
@@ -311,21 +311,13 @@ async fn a_question_whose_stream_the_client_closed_no_longer_counts_against_the_
     );
     drop(calls);
     // Each closed stream closes its question, well before the 5-minute wait ends.
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    loop {
-        match Call::try_start(&s, &token, &id, note(100)).await {
-            Ok(mut call) => {
-                call.question().await;
-                break;
-            }
-            Err(still) => assert!(
-                tokio::time::Instant::now() < deadline,
-                "still refused: {}",
-                still.text
-            ),
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    let mut call = wait_for_async(Duration::from_secs(10), async || {
+        Call::try_start(&s, &token, &id, note(100))
+            .await
+            .map_err(|still| format!("still refused: {}", still.text))
+    })
+    .await;
+    call.question().await;
 }
 
 /// A question whose waiter died with its instance (opened through the store, never
@@ -357,22 +349,17 @@ async fn a_running_bridge_sweeps_the_expired_question_of_a_dead_instance() {
         .await
         .unwrap();
     // The bridge sweeps every 5 s.
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-    loop {
+    wait_for_async(Duration::from_secs(20), async || {
         let left: i64 = sqlx::query_scalar("SELECT count(*) FROM client_answers")
             .fetch_one(&mut db)
             .await
             .unwrap();
         if left == 0 {
-            break;
+            return Ok(());
         }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "not swept within 20 s: {}",
-            s.log()
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+        Err(format!("not swept: {}", s.log()))
+    })
+    .await;
     // The sweep logs after it deletes, and the line is written in a batch after that.
     let log = s.log_with("client answers sweep", Duration::from_secs(5));
     assert!(log.contains("client answers sweep"), "{log}");

@@ -60,20 +60,17 @@ async fn requests_beyond_the_concurrency_limit_are_shed_with_503() {
     let mut hanging = hold();
     // Until the server holds it, the probe may still get through: retries bounded in time.
     // A probe in the slot when the call came sheds the call instead: send it again.
-    let started = Instant::now();
-    let mut shed = None;
-    while started.elapsed() < Duration::from_secs(5) {
+    let shed = crate::support::wait_for_async(Duration::from_secs(5), async || {
         if hanging.is_finished() {
             hanging = hold();
         }
         let reply = s.post(Some(&t), &rpc(2, "tools/list", json!({}))).await;
         if reply.status == 503 {
-            shed = Some(reply);
-            break;
+            return Ok(reply);
         }
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-    let shed = shed.expect("a request shed while the slot is held (never shed within 5 s)");
+        Err("a request shed while the slot is held (never shed)".to_owned())
+    })
+    .await;
     error_body(&shed, 503, -32050, "upstream_unavailable");
     assert_eq!(shed.header("retry-after"), Some("1"));
     hanging.abort();

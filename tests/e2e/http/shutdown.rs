@@ -12,6 +12,7 @@ use crate::support::binary::paced;
 use crate::support::collector::{Collector, hex};
 use crate::support::http_server::{Server, held_task_result, read, rpc};
 use crate::support::schema::check_frame;
+use crate::support::wait_for_async;
 
 /// Starts a plain `tools/call` of a long tool that waits for its run (no progress token:
 /// answered as JSON) and returns once its task exists.
@@ -34,18 +35,15 @@ async fn held_plain_call(s: &Server, token: &str) -> tokio::task::JoinHandle<Val
         assert_eq!(reply.header("content-type"), Some("application/json"));
         reply.json()
     });
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    loop {
+    wait_for_async(Duration::from_secs(10), async || {
         let listed = s.rpc(token, 3, "tasks/list", json!({})).await;
         if listed["result"]["tasks"].as_array().unwrap().len() == 2 {
-            return call;
+            return Ok(());
         }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the plain call's task: {listed}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+        Err(format!("the plain call's task: {listed}"))
+    })
+    .await;
+    call
 }
 
 #[tokio::test]

@@ -1,30 +1,29 @@
 //! Tasks over HTTP: polling to completion, tenancy, and two instances on one data dir
 //! (a cancel on one stops the run on the other: its child dies, it never finishes).
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 
 use super::{LOCAL, OTHER, start_task, task_status};
 use crate::support::cuo_children::{child_pids, recording_runner, wait_children, wait_gone};
 use crate::support::http_server::Server;
-use crate::support::{alive, assert_envelope};
+use crate::support::{alive, assert_envelope, wait_for_async};
 
 #[tokio::test]
 async fn a_task_augmented_workflow_is_polled_to_completion_and_its_result_fetched() {
     let s = Server::start(&[]);
     let t = s.token(LOCAL, None);
     let id = start_task(&s, &t).await;
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
+    wait_for_async(Duration::from_secs(30), async || {
         let status = task_status(&s, &t, &id).await;
         if status == "completed" {
-            break;
+            return Ok(());
         }
         assert_eq!(status, "working");
-        assert!(Instant::now() < deadline, "the task never completed");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+        Err("the task never completed".to_owned())
+    })
+    .await;
     let result = s.rpc(&t, 3, "tasks/result", json!({"taskId": id})).await;
     let r = &result["result"];
     assert!(
@@ -97,15 +96,14 @@ async fn two_instances_on_one_data_dir_share_tasks() {
         child_pids(&pids_b).is_empty(),
         "the other instance ran nothing"
     );
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let rows = loop {
+    let rows = wait_for_async(Duration::from_secs(30), async || {
         let rows = audited(&b, &t).await;
         if rows.contains(&json!(sibling)) {
-            break rows;
+            return Ok(rows);
         }
-        assert!(Instant::now() < deadline, "the sibling was never audited");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
+        Err("the sibling was never audited".to_owned())
+    })
+    .await;
     assert!(
         !rows.contains(&json!(id)),
         "the cancelled run went on and finished: {rows:?}"
@@ -123,16 +121,15 @@ async fn two_instances_on_one_data_dir_share_tasks() {
 
 /// Waits until the run has reported its first step (its message moves on from "started").
 async fn wait_first_step(s: &Server, token: &str, id: &str) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
+    wait_for_async(Duration::from_secs(20), async || {
         let got = s.rpc(token, 2, "tasks/get", json!({"taskId": id})).await;
         let message = &got["result"]["statusMessage"];
         if message.is_string() && message != "started" {
-            return;
+            return Ok(());
         }
-        assert!(Instant::now() < deadline, "no first step: {got}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+        Err(format!("no first step: {got}"))
+    })
+    .await;
 }
 
 /// The subjects of the `plugin.invoked` audit rows: one per workflow run that finished.

@@ -9,9 +9,9 @@ use serde_json::{Value, json};
 use super::jwks::jwk;
 use super::jwks_refresh::two_refreshes;
 use super::{ALL, ISSUER, TENANT_A, claims, now, rs256};
-use crate::support::fixtures;
 use crate::support::http_server::{Server, error_body, rpc};
 use crate::support::jwks_server::JwksServer;
+use crate::support::{fixtures, wait_until_async};
 
 /// Tokens are verified with this leeway on `exp` (the verifier's `LEEWAY_S`).
 const LEEWAY_S: i64 = 30;
@@ -48,9 +48,11 @@ async fn a_remembered_token_stops_working_the_moment_it_expires() {
         assert!(ok.json()["result"].is_object(), "{}", ok.text);
     }
     // The first whole second past `exp` + leeway.
-    while now() <= exp + LEEWAY_S {
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    // The bridge's own wall clock must pass it: a real wait, ended as soon as it has.
+    wait_until_async(Duration::from_secs(10), "past exp + leeway", async || {
+        now() > exp + LEEWAY_S
+    })
+    .await;
     let expired = s.post(Some(&token), &list_skills()).await;
     let frame = error_body(&expired, 401, -32000, "authz_denied");
     assert_eq!(

@@ -239,26 +239,17 @@ impl Bridge {
 
     /// Waits up to `within` for the process to exit by itself (stdin stays open).
     pub fn wait_exit(&mut self, within: Duration) -> Option<std::process::ExitStatus> {
-        let deadline = std::time::Instant::now() + within;
-        while std::time::Instant::now() < deadline {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                return Some(status);
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        None
+        crate::support::poll(within, || {
+            self.child.try_wait().unwrap().ok_or_else(String::new)
+        })
+        .ok()
     }
 
     /// Closes stdin and waits for the exit status.
     pub fn close(mut self) -> std::process::ExitStatus {
         drop(self.stdin.take());
-        for _ in 0..200 {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                return status;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        panic!("the bridge did not exit within 10 s of EOF");
+        self.wait_exit(Duration::from_secs(10))
+            .expect("the bridge did not exit within 10 s of EOF")
     }
 }
 

@@ -4,8 +4,8 @@
 //! `/v1/traces` and `/v1/metrics` (OTLP/HTTP); and a "collector" that accepts connections
 //! and never answers.
 
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Duration;
 
 use opentelemetry_proto::tonic::collector::metrics::v1::metrics_service_server::{
     MetricsService, MetricsServiceServer,
@@ -54,7 +54,11 @@ impl Point {
 #[derive(Clone, Default)]
 struct Sink {
     spans: Arc<Mutex<Vec<Received>>>,
+    /// Notified when spans arrive.
+    new_spans: Arc<Condvar>,
     points: Arc<Mutex<Vec<Point>>>,
+    /// Notified when points arrive.
+    new_points: Arc<Condvar>,
     /// The `Content-Type` of each OTLP/HTTP request.
     content_types: Arc<Mutex<Vec<String>>>,
 }
@@ -91,6 +95,7 @@ impl Sink {
                 }
             }
         }
+        self.new_spans.notify_all();
     }
 
     fn take_metrics(&self, request: ExportMetricsServiceRequest) {
@@ -117,6 +122,7 @@ impl Sink {
                 value,
             }));
         }
+        self.new_points.notify_all();
     }
 }
 
@@ -278,25 +284,16 @@ impl Collector {
         self.sink.content_types.lock().unwrap().clone()
     }
 
-    /// Every metric data point received so far, in arrival order.
-    pub fn points(&self) -> Vec<Point> {
-        self.sink.points.lock().unwrap().clone()
-    }
-
     /// The first point matching `what`, waiting up to `within`.
     pub fn wait_for_point(&self, within: Duration, what: impl Fn(&Point) -> bool) -> Point {
-        let deadline = Instant::now() + within;
-        loop {
-            if let Some(p) = self.points().into_iter().find(|p| what(p)) {
-                return p;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "no such point among {:#?}",
-                self.points()
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        let points = self.sink.points.lock().unwrap();
+        let (points, _) = self
+            .sink
+            .new_points
+            .wait_timeout_while(points, within, |points| !points.iter().any(&what))
+            .unwrap();
+        let found = points.iter().find(|p| what(p)).cloned();
+        found.unwrap_or_else(|| panic!("no such point among {points:#?}"))
     }
 
     /// Every span received so far.
@@ -306,21 +303,19 @@ impl Collector {
 
     /// The first span matching `what`, waiting up to `within`.
     pub fn wait_for(&self, within: Duration, what: impl Fn(&Span) -> bool) -> Received {
-        let deadline = Instant::now() + within;
-        loop {
-            if let Some(r) = self.spans().into_iter().find(|r| what(&r.span)) {
-                return r;
-            }
-            assert!(
-                Instant::now() < deadline,
+        let spans = self.sink.spans.lock().unwrap();
+        let (spans, _) = self
+            .sink
+            .new_spans
+            .wait_timeout_while(spans, within, |spans| !spans.iter().any(|r| what(&r.span)))
+            .unwrap();
+        let found = spans.iter().find(|r| what(&r.span)).cloned();
+        found.unwrap_or_else(|| {
+            panic!(
                 "no such span among {:#?}",
-                self.spans()
-                    .iter()
-                    .map(|r| &r.span.name)
-                    .collect::<Vec<_>>()
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
+                spans.iter().map(|r| &r.span.name).collect::<Vec<_>>()
+            )
+        })
     }
 }
 

@@ -3,10 +3,10 @@
 //! with deadlines (never a fixed sleep).
 
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use crate::support::alive;
 use crate::support::binary::binary;
+use crate::support::{alive, wait_for};
 
 /// A `--cuo-command` for the bundled runner pacing each workflow step by `pace_ms`, which
 /// first appends its pid to `pids` (one line per child; `exec` keeps the pid, so the line
@@ -32,31 +32,27 @@ pub fn child_pids(pids: &Path) -> Vec<i32> {
 
 /// Waits until `pids` names exactly `n` children and returns them.
 pub fn wait_children(pids: &Path, n: usize, within: Duration) -> Vec<i32> {
-    let deadline = Instant::now() + within;
-    loop {
+    wait_for(within, || {
         let found = child_pids(pids);
         assert!(
             found.len() <= n,
             "more CUO children than expected: {found:?}"
         );
         if found.len() == n {
-            return found;
+            return Ok(found);
         }
-        assert!(
-            Instant::now() < deadline,
-            "only {} of {n} CUO children started within {within:?}",
-            found.len()
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+        Err(format!("only {} of {n} CUO children started", found.len()))
+    })
 }
 
 /// Asserts every process in `pids` is gone (or a zombie) within `within`.
 pub fn wait_gone(pids: &[i32], within: Duration) {
-    let deadline = Instant::now() + within;
-    while pids.iter().any(|p| alive(*p)) && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let left: Vec<i32> = pids.iter().copied().filter(|p| alive(*p)).collect();
-    assert!(left.is_empty(), "still running after {within:?}: {left:?}");
+    wait_for(within, || {
+        let left: Vec<i32> = pids.iter().copied().filter(|p| alive(*p)).collect();
+        if left.is_empty() {
+            Ok(())
+        } else {
+            Err(format!("still running: {left:?}"))
+        }
+    });
 }

@@ -4,7 +4,7 @@
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
 use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 
@@ -113,17 +113,12 @@ impl Runner {
     }
 
     pub fn wait_exit(&mut self, within: Duration) -> ExitStatus {
-        let start = Instant::now();
-        loop {
-            if let Some(status) = self.child.try_wait().expect("try_wait") {
-                return status;
-            }
-            assert!(
-                start.elapsed() < within,
-                "the runner did not exit in {within:?}"
-            );
-            std::thread::sleep(Duration::from_millis(10));
-        }
+        crate::support::wait_for(within, || {
+            self.child
+                .try_wait()
+                .expect("try_wait")
+                .ok_or_else(|| "the runner did not exit".to_owned())
+        })
     }
 }
 

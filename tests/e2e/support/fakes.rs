@@ -3,14 +3,21 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use cyberos_mcp_bridge::domain::confirm::ConfirmationClaims;
 use cyberos_mcp_bridge::domain::cuo::{Persona, Route, Workflow, WorkflowOutcome};
 use cyberos_mcp_bridge::domain::memory::{
     AuditEntry, AuditPage, AuditQuery, AuditReceipt, NewAuditEntry,
 };
 use cyberos_mcp_bridge::domain::skill::Skill;
-use cyberos_mcp_bridge::domain::{CallCtx, DomainError, JsonText, Timestamp, Upstream};
+use cyberos_mcp_bridge::domain::task::{Task, TaskStatus};
+use cyberos_mcp_bridge::domain::{
+    CallCtx, DomainError, JsonText, Principal, Scope, TaskId, TenantId, Timestamp, TokenRejection,
+    Upstream,
+};
 use cyberos_mcp_bridge::ports::{
-    Clock, CuoRunner, MemoryClient, ProgressSink, SkillIndex, SkillRun, WorkflowRun,
+    Clock, ConfirmationLedger, CuoRunner, Finished, MemoryClient, NewTask, ProgressEntry,
+    ProgressSink, SkillIndex, SkillRun, SweepReport, TaskOutcome, TaskPage, TaskStore,
+    TokenVerifier, WorkflowRun,
 };
 
 /// What a scripted upstream does on each call.
@@ -89,6 +96,7 @@ impl StaticSkills {
         match self.behaviour {
             Behaviour::Answer => Ok(()),
             Behaviour::Slow(d) => {
+                // The delay is the scenario: an upstream that takes `d` to answer.
                 tokio::time::sleep(d).await;
                 Ok(())
             }
@@ -415,5 +423,525 @@ impl cyberos_mcp_bridge::ports::ConfirmationLedger for InMemoryLedger {
         jti: &str,
     ) -> Result<bool, DomainError> {
         Ok(self.0.lock().unwrap().contains(&format!("{tenant}/{jti}")))
+    }
+}
+
+/// The calls that reached a test's ports, in order, shared by its [`Recorded`] doubles:
+/// one line per call, `port.method tenant/actor argument`, so a test asserts "never
+/// called", "called once, as tenant X" or an order of calls on the record itself.
+#[derive(Clone, Default)]
+pub struct CallLog(Arc<Mutex<Vec<String>>>);
+
+impl CallLog {
+    fn push(&self, call: String) {
+        self.0.lock().unwrap().push(call);
+    }
+
+    /// Every call so far.
+    pub fn calls(&self) -> Vec<String> {
+        self.0.lock().unwrap().clone()
+    }
+
+    /// The calls so far but those whose line starts with `prefix` (say `clock.`).
+    pub fn calls_but(&self, prefix: &str) -> Vec<String> {
+        let mut calls = self.calls();
+        calls.retain(|c| !c.starts_with(prefix));
+        calls
+    }
+
+    /// How many calls so far start with `prefix`.
+    pub fn count(&self, prefix: &str) -> usize {
+        self.calls()
+            .iter()
+            .filter(|c| c.starts_with(prefix))
+            .count()
+    }
+}
+
+/// Who a call runs as, in a [`CallLog`] line.
+fn who(ctx: &CallCtx) -> String {
+    format!("{}/{}", ctx.tenant, ctx.actor)
+}
+
+/// The port double `inner`, writing each call into `log` before `inner` answers it.
+pub struct Recorded<P> {
+    pub inner: P,
+    pub log: CallLog,
+}
+
+impl<P> Recorded<P> {
+    pub fn new(inner: P, log: &CallLog) -> Arc<Recorded<P>> {
+        Arc::new(Recorded {
+            inner,
+            log: log.clone(),
+        })
+    }
+}
+
+#[async_trait::async_trait]
+impl<C: CuoRunner> CuoRunner for Recorded<C> {
+    async fn list_personas(&self, ctx: &CallCtx) -> Result<Vec<Persona>, DomainError> {
+        self.log.push(format!("cuo.list_personas {}", who(ctx)));
+        self.inner.list_personas(ctx).await
+    }
+    async fn list_workflows(
+        &self,
+        ctx: &CallCtx,
+        persona: Option<&str>,
+    ) -> Result<Vec<Workflow>, DomainError> {
+        self.log
+            .push(format!("cuo.list_workflows {} {persona:?}", who(ctx)));
+        self.inner.list_workflows(ctx, persona).await
+    }
+    async fn route(&self, ctx: &CallCtx, query: &str, limit: u8) -> Result<Route, DomainError> {
+        self.log.push(format!("cuo.route {} {query:?}", who(ctx)));
+        self.inner.route(ctx, query, limit).await
+    }
+    async fn execute_workflow(
+        &self,
+        ctx: &CallCtx,
+        run: &WorkflowRun,
+        progress: &dyn ProgressSink,
+    ) -> Result<WorkflowOutcome, DomainError> {
+        self.log.push(format!(
+            "cuo.execute_workflow {} {}/{}",
+            who(ctx),
+            run.persona,
+            run.workflow
+        ));
+        self.inner.execute_workflow(ctx, run, progress).await
+    }
+    async fn invoke_skill(
+        &self,
+        ctx: &CallCtx,
+        run: &SkillRun,
+        progress: &dyn ProgressSink,
+    ) -> Result<JsonText, DomainError> {
+        self.log
+            .push(format!("cuo.invoke_skill {} {}", who(ctx), run.skill.name));
+        self.inner.invoke_skill(ctx, run, progress).await
+    }
+    async fn check(&self) -> Result<(), DomainError> {
+        self.log.push("cuo.check".into());
+        self.inner.check().await
+    }
+}
+
+#[async_trait::async_trait]
+impl<M: MemoryClient> MemoryClient for Recorded<M> {
+    async fn append(
+        &self,
+        ctx: &CallCtx,
+        entry: &NewAuditEntry,
+        key: &str,
+    ) -> Result<AuditReceipt, DomainError> {
+        self.log
+            .push(format!("memory.append {} {}", who(ctx), entry.kind));
+        self.inner.append(ctx, entry, key).await
+    }
+    async fn get(&self, ctx: &CallCtx, audit_id: &str) -> Result<AuditEntry, DomainError> {
+        self.log.push(format!("memory.get {} {audit_id}", who(ctx)));
+        self.inner.get(ctx, audit_id).await
+    }
+    async fn list(&self, ctx: &CallCtx, q: &AuditQuery) -> Result<AuditPage, DomainError> {
+        self.log
+            .push(format!("memory.list {} limit={}", who(ctx), q.limit));
+        self.inner.list(ctx, q).await
+    }
+    async fn check(&self) -> Result<(), DomainError> {
+        self.log.push("memory.check".into());
+        self.inner.check().await
+    }
+}
+
+#[async_trait::async_trait]
+impl<S: SkillIndex> SkillIndex for Recorded<S> {
+    async fn list(
+        &self,
+        query: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<Arc<Skill>>, DomainError> {
+        self.log
+            .push(format!("skills.list {query:?} limit={limit}"));
+        self.inner.list(query, limit).await
+    }
+    async fn get(&self, name: &str) -> Result<Option<Skill>, DomainError> {
+        self.log.push(format!("skills.get {name}"));
+        self.inner.get(name).await
+    }
+    async fn check(&self) -> Result<(), DomainError> {
+        self.log.push("skills.check".into());
+        self.inner.check().await
+    }
+}
+
+#[async_trait::async_trait]
+impl<T: TaskStore> TaskStore for Recorded<T> {
+    async fn create(&self, new: &NewTask) -> Result<bool, DomainError> {
+        self.log
+            .push(format!("tasks.create {} {}", new.task.tenant, new.task.id));
+        self.inner.create(new).await
+    }
+    async fn get(&self, tenant: &TenantId, id: TaskId) -> Result<Task, DomainError> {
+        self.log.push(format!("tasks.get {tenant} {id}"));
+        self.inner.get(tenant, id).await
+    }
+    async fn list(
+        &self,
+        tenant: &TenantId,
+        cursor: Option<&str>,
+        limit: u32,
+    ) -> Result<TaskPage, DomainError> {
+        self.log.push(format!("tasks.list {tenant} {cursor:?}"));
+        self.inner.list(tenant, cursor, limit).await
+    }
+    async fn finish(
+        &self,
+        tenant: &TenantId,
+        id: TaskId,
+        outcome: &TaskOutcome,
+        now: Timestamp,
+    ) -> Result<Finished, DomainError> {
+        self.log.push(format!("tasks.finish {tenant} {id}"));
+        self.inner.finish(tenant, id, outcome, now).await
+    }
+    async fn record_progress(
+        &self,
+        tenant: &TenantId,
+        id: TaskId,
+        entry: &ProgressEntry,
+        now: Timestamp,
+    ) -> Result<(), DomainError> {
+        self.log
+            .push(format!("tasks.record_progress {tenant} {id}"));
+        self.inner.record_progress(tenant, id, entry, now).await
+    }
+    async fn progress_after(
+        &self,
+        tenant: &TenantId,
+        id: TaskId,
+        after: u64,
+        limit: u32,
+    ) -> Result<Vec<ProgressEntry>, DomainError> {
+        self.log.push(format!("tasks.progress_after {tenant} {id}"));
+        self.inner.progress_after(tenant, id, after, limit).await
+    }
+    async fn renew_leases(
+        &self,
+        owner: &str,
+        ids: &[TaskId],
+        until: Timestamp,
+    ) -> Result<(), DomainError> {
+        self.log.push(format!("tasks.renew_leases {owner}"));
+        self.inner.renew_leases(owner, ids, until).await
+    }
+    async fn stopped_among(&self, owner: &str, ids: &[TaskId]) -> Result<Vec<TaskId>, DomainError> {
+        self.log.push(format!("tasks.stopped_among {owner}"));
+        self.inner.stopped_among(owner, ids).await
+    }
+    async fn sweep(&self, now: Timestamp) -> Result<SweepReport, DomainError> {
+        self.log.push("tasks.sweep".into());
+        self.inner.sweep(now).await
+    }
+    async fn check(&self) -> Result<(), DomainError> {
+        self.log.push("tasks.check".into());
+        self.inner.check().await
+    }
+}
+
+#[async_trait::async_trait]
+impl<L: ConfirmationLedger> ConfirmationLedger for Recorded<L> {
+    async fn claim(
+        &self,
+        tenant: &TenantId,
+        jti: &str,
+        expires_at: Timestamp,
+    ) -> Result<bool, DomainError> {
+        self.log.push(format!("ledger.claim {tenant} {jti}"));
+        self.inner.claim(tenant, jti, expires_at).await
+    }
+    async fn used(&self, tenant: &TenantId, jti: &str) -> Result<bool, DomainError> {
+        self.log.push(format!("ledger.used {tenant} {jti}"));
+        self.inner.used(tenant, jti).await
+    }
+}
+
+impl<C: Clock> Clock for Recorded<C> {
+    fn now(&self) -> Timestamp {
+        self.log.push("clock.now".into());
+        self.inner.now()
+    }
+}
+
+/// Records confirmation checks only: every request checks its bearer token, which says
+/// nothing about the call.
+#[async_trait::async_trait]
+impl<V: TokenVerifier> TokenVerifier for Recorded<V> {
+    async fn verify(&self, token: &str) -> Result<Principal, DomainError> {
+        self.inner.verify(token).await
+    }
+    async fn verify_confirmation(&self, token: &str) -> Result<ConfirmationClaims, DomainError> {
+        self.log
+            .push(format!("verifier.verify_confirmation {token}"));
+        self.inner.verify_confirmation(token).await
+    }
+}
+
+/// A CUO over a catalogue the test can grow: personas are the workflows' personas, a
+/// route goes to the first workflow, runs take one step.
+#[derive(Default)]
+pub struct CatalogueCuo(Mutex<Vec<Workflow>>);
+
+impl CatalogueCuo {
+    pub fn new(workflows: Vec<Workflow>) -> CatalogueCuo {
+        CatalogueCuo(Mutex::new(workflows))
+    }
+
+    /// Adds `workflow` to the catalogue.
+    pub fn add(&self, workflow: Workflow) {
+        self.0.lock().unwrap().push(workflow);
+    }
+}
+
+#[async_trait::async_trait]
+impl CuoRunner for CatalogueCuo {
+    async fn list_personas(&self, _: &CallCtx) -> Result<Vec<Persona>, DomainError> {
+        let workflows = self.0.lock().unwrap();
+        let mut personas: Vec<Persona> = Vec::new();
+        for w in workflows.iter() {
+            match personas.iter_mut().find(|p| p.id == w.persona) {
+                Some(p) => p.workflows.push(w.id.clone()),
+                None => personas.push(Persona {
+                    id: w.persona.clone(),
+                    title: w.persona.to_uppercase(),
+                    short_name: w.persona.to_uppercase(),
+                    description: format!("Runs {}.", w.id),
+                    workflows: vec![w.id.clone()],
+                }),
+            }
+        }
+        Ok(personas)
+    }
+    async fn list_workflows(
+        &self,
+        _: &CallCtx,
+        persona: Option<&str>,
+    ) -> Result<Vec<Workflow>, DomainError> {
+        let workflows = self.0.lock().unwrap();
+        let listed: Vec<Workflow> = workflows
+            .iter()
+            .filter(|w| persona.is_none_or(|p| p == w.persona))
+            .cloned()
+            .collect();
+        if persona.is_some() && listed.is_empty() {
+            return Err(DomainError::invalid("unknown persona"));
+        }
+        Ok(listed)
+    }
+    async fn route(&self, _: &CallCtx, _: &str, _: u8) -> Result<Route, DomainError> {
+        let workflows = self.0.lock().unwrap();
+        let w = workflows
+            .first()
+            .ok_or_else(|| DomainError::invalid("no workflow to route to"))?;
+        Ok(Route {
+            persona: w.persona.clone(),
+            workflow: w.id.clone(),
+            confidence: 0.9,
+            alternates: vec![],
+        })
+    }
+    async fn execute_workflow(
+        &self,
+        ctx: &CallCtx,
+        run: &WorkflowRun,
+        progress: &dyn ProgressSink,
+    ) -> Result<WorkflowOutcome, DomainError> {
+        ScriptedCuo.execute_workflow(ctx, run, progress).await
+    }
+    async fn invoke_skill(
+        &self,
+        ctx: &CallCtx,
+        run: &SkillRun,
+        progress: &dyn ProgressSink,
+    ) -> Result<JsonText, DomainError> {
+        ScriptedCuo.invoke_skill(ctx, run, progress).await
+    }
+    async fn check(&self) -> Result<(), DomainError> {
+        Ok(())
+    }
+}
+
+/// An in-memory task store: tasks per tenant, newest first, with their progress logs.
+/// Leases are not kept (one process, never stopped by another), so `stopped_among` and
+/// `sweep` find nothing.
+#[derive(Default)]
+pub struct InMemoryTasks(Mutex<Vec<(Task, Vec<ProgressEntry>)>>);
+
+impl InMemoryTasks {
+    /// A store holding `tasks`.
+    pub fn with(tasks: Vec<Task>) -> InMemoryTasks {
+        InMemoryTasks(Mutex::new(
+            tasks.into_iter().map(|t| (t, Vec::new())).collect(),
+        ))
+    }
+}
+
+#[async_trait::async_trait]
+impl TaskStore for InMemoryTasks {
+    async fn create(&self, new: &NewTask) -> Result<bool, DomainError> {
+        let mut tasks = self.0.lock().unwrap();
+        let stored = tasks
+            .iter()
+            .filter(|(t, _)| t.tenant == new.task.tenant)
+            .count();
+        if stored >= new.max_stored as usize {
+            return Ok(false);
+        }
+        tasks.push((new.task.clone(), Vec::new()));
+        Ok(true)
+    }
+    async fn get(&self, tenant: &TenantId, id: TaskId) -> Result<Task, DomainError> {
+        let tasks = self.0.lock().unwrap();
+        tasks
+            .iter()
+            .find(|(t, _)| t.tenant == *tenant && t.id == id)
+            .map(|(t, _)| t.clone())
+            .ok_or_else(DomainError::task_not_found)
+    }
+    async fn list(
+        &self,
+        tenant: &TenantId,
+        cursor: Option<&str>,
+        limit: u32,
+    ) -> Result<TaskPage, DomainError> {
+        let tasks = self.0.lock().unwrap();
+        let start = match cursor {
+            None => 0,
+            Some(c) => c
+                .parse::<usize>()
+                .map_err(|_| DomainError::invalid_at("invalid cursor", "/cursor"))?,
+        };
+        let mine: Vec<&Task> = tasks
+            .iter()
+            .rev()
+            .filter(|(t, _)| t.tenant == *tenant)
+            .map(|(t, _)| t)
+            .collect();
+        let limit = limit as usize;
+        Ok(TaskPage {
+            tasks: mine
+                .iter()
+                .skip(start)
+                .take(limit)
+                .map(|t| (*t).clone())
+                .collect(),
+            next_cursor: (start + limit < mine.len()).then(|| (start + limit).to_string()),
+        })
+    }
+    async fn finish(
+        &self,
+        tenant: &TenantId,
+        id: TaskId,
+        outcome: &TaskOutcome,
+        now: Timestamp,
+    ) -> Result<Finished, DomainError> {
+        let mut tasks = self.0.lock().unwrap();
+        let (task, _) = tasks
+            .iter_mut()
+            .find(|(t, _)| t.tenant == *tenant && t.id == id)
+            .ok_or_else(DomainError::task_not_found)?;
+        let changed = task.status == TaskStatus::Running;
+        if changed {
+            task.status = outcome.status;
+            task.output = outcome.output.clone();
+            task.failure = outcome.failure.clone();
+            task.updated_at = now;
+        }
+        Ok(Finished {
+            task: task.clone(),
+            changed,
+        })
+    }
+    async fn record_progress(
+        &self,
+        tenant: &TenantId,
+        id: TaskId,
+        entry: &ProgressEntry,
+        now: Timestamp,
+    ) -> Result<(), DomainError> {
+        let mut tasks = self.0.lock().unwrap();
+        let (task, log) = tasks
+            .iter_mut()
+            .find(|(t, _)| t.tenant == *tenant && t.id == id)
+            .ok_or_else(DomainError::task_not_found)?;
+        if task.status == TaskStatus::Running {
+            task.status_message = Some(entry.message.clone());
+            task.updated_at = now;
+            log.push(entry.clone());
+        }
+        Ok(())
+    }
+    async fn progress_after(
+        &self,
+        tenant: &TenantId,
+        id: TaskId,
+        after: u64,
+        limit: u32,
+    ) -> Result<Vec<ProgressEntry>, DomainError> {
+        let tasks = self.0.lock().unwrap();
+        let (_, log) = tasks
+            .iter()
+            .find(|(t, _)| t.tenant == *tenant && t.id == id)
+            .ok_or_else(DomainError::task_not_found)?;
+        Ok(log
+            .iter()
+            .filter(|e| e.seq > after)
+            .take(limit as usize)
+            .cloned()
+            .collect())
+    }
+    async fn renew_leases(&self, _: &str, _: &[TaskId], _: Timestamp) -> Result<(), DomainError> {
+        Ok(())
+    }
+    async fn stopped_among(&self, _: &str, _: &[TaskId]) -> Result<Vec<TaskId>, DomainError> {
+        Ok(Vec::new())
+    }
+    async fn sweep(&self, _: Timestamp) -> Result<SweepReport, DomainError> {
+        Ok(SweepReport::default())
+    }
+    async fn check(&self) -> Result<(), DomainError> {
+        Ok(())
+    }
+}
+
+/// Bearer tokens for one principal of `tenant`, `alice`: `tok-a` holds every scope,
+/// `tok-ro` the read scopes, anything else is refused. Confirmation tokens all carry
+/// `confirmation`, or are refused when there is none.
+pub struct TenantTokens {
+    pub tenant: TenantId,
+    pub confirmation: Option<ConfirmationClaims>,
+}
+
+#[async_trait::async_trait]
+impl TokenVerifier for TenantTokens {
+    async fn verify(&self, token: &str) -> Result<Principal, DomainError> {
+        let scopes = match token {
+            "tok-a" => Scope::ALL.to_vec(),
+            "tok-ro" => Scope::ALL
+                .into_iter()
+                .filter(|s| s.as_str().ends_with(":read"))
+                .collect(),
+            _ => return Err(TokenRejection::BadSignature.into_error()),
+        };
+        Ok(Principal {
+            tenant: self.tenant,
+            actor: "alice".into(),
+            scopes: scopes.into(),
+        })
+    }
+    async fn verify_confirmation(&self, _: &str) -> Result<ConfirmationClaims, DomainError> {
+        self.confirmation
+            .clone()
+            .ok_or_else(|| TokenRejection::BadSignature.into_error())
     }
 }

@@ -6,7 +6,7 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex, mpsc};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use reqwest::header::HeaderMap;
 use serde_json::{Value, json};
@@ -251,14 +251,10 @@ impl Server {
 
     /// Waits (at most 20 s) for the process to exit.
     pub fn wait_exit(&mut self) -> std::process::ExitStatus {
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                return status;
-            }
-            assert!(Instant::now() < deadline, "still running: {}", self.log());
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        crate::support::poll(Duration::from_secs(20), || {
+            self.child.try_wait().unwrap().ok_or_else(String::new)
+        })
+        .unwrap_or_else(|_| panic!("still running: {}", self.log()))
     }
 
     pub fn log(&self) -> String {
@@ -268,14 +264,15 @@ impl Server {
     /// The log once it holds `needle`, or as it is after `within`: a serving bridge
     /// writes its log lines in batches, a few milliseconds after the event.
     pub fn log_with(&self, needle: &str, within: Duration) -> String {
-        let deadline = Instant::now() + within;
-        loop {
+        crate::support::poll(within, || {
             let log = self.log();
-            if log.contains(needle) || Instant::now() >= deadline {
-                return log;
+            if log.contains(needle) {
+                Ok(log)
+            } else {
+                Err(log)
             }
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        })
+        .unwrap_or_else(|log| log)
     }
 }
 

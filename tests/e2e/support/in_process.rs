@@ -14,7 +14,7 @@ use cyberos_mcp_bridge::app::edge::stdio;
 use cyberos_mcp_bridge::app::service::identity::{Identity, StdioToken};
 use cyberos_mcp_bridge::app::{App, Settings};
 use cyberos_mcp_bridge::domain::{Timestamp, Upstream};
-use cyberos_mcp_bridge::ports::Ports;
+use cyberos_mcp_bridge::ports::{Ports, TokenVerifier};
 
 use crate::support::fakes::{
     Behaviour, FixedClock, InMemoryAudit, InMemoryLedger, Phase, ScriptedCuo, StaticSkills,
@@ -60,7 +60,26 @@ impl Client {
                 "no approvals in this test",
             )),
         };
-        let identity = Identity::new(Arc::new(StaticTokens), StdioToken::Literal(token.into()));
+        let mut c = Client::start_on(
+            ports,
+            settings,
+            Arc::new(StaticTokens),
+            StdioToken::Literal(token.into()),
+        )
+        .await;
+        c.skills = Some(phase);
+        c
+    }
+
+    /// A client of an `App` over `ports`, its stdio token `token` checked by `verifier`;
+    /// initialized.
+    pub(crate) async fn start_on(
+        ports: Ports,
+        settings: Settings,
+        verifier: Arc<dyn TokenVerifier>,
+        token: StdioToken,
+    ) -> Client {
+        let identity = Identity::new(verifier, token);
         let app = App::new(ports, settings, identity);
         let (client, server) = tokio::io::duplex(1 << 20);
         let (server_read, server_write) = tokio::io::split(server);
@@ -76,13 +95,32 @@ impl Client {
             read: BufReader::new(read).lines(),
             methods: Default::default(),
             server,
-            skills: Some(phase),
+            skills: None,
         };
         let init = c.request(1, "initialize", init_params("2025-11-25")).await;
-        assert_eq!(init["result"]["protocolVersion"], "2025-11-25");
+        assert_eq!(init["result"]["protocolVersion"], "2025-11-25", "{init}");
         c.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
             .await;
         c
+    }
+
+    /// Closes the pipe and awaits the server, which must end cleanly at EOF (a panic in
+    /// its task fails here).
+    pub(crate) async fn finish(self) {
+        let Client {
+            write,
+            read,
+            server,
+            ..
+        } = self;
+        drop((write, read));
+        let served = tokio::time::timeout(Duration::from_secs(10), server)
+            .await
+            .expect("the server stops at EOF");
+        match served {
+            Ok(io) => io.expect("the server ends cleanly"),
+            Err(e) => std::panic::resume_unwind(e.into_panic()),
+        }
     }
 
     pub(crate) async fn send(&mut self, msg: Value) {

@@ -136,6 +136,7 @@ async fn fault(state: &Arc<Mutex<Inner>>, headers: &HeaderMap) -> Option<Respons
         ),
         Fault::FailOnce => Some((StatusCode::SERVICE_UNAVAILABLE, "try again").into_response()),
         Fault::Slow(d) => {
+            // The delay is the scenario: a memory service that takes `d` to answer.
             tokio::time::sleep(d).await;
             None
         }

@@ -14,7 +14,6 @@ pub mod http_server;
 pub mod in_process;
 pub mod jwks_server;
 pub mod memory_server;
-pub mod mocks;
 pub mod module_graph;
 pub mod pg;
 pub mod proc_status;
@@ -30,6 +29,71 @@ use serde_json::{Value, json};
 
 /// How long a test waits for one frame before failing.
 pub const WAIT: Duration = Duration::from_secs(20);
+
+/// Tries `probe` until it yields `Ok`, for at most `within`: at once, then after pauses
+/// growing from 1 ms to 50 ms, so a wait ends soon after its condition holds. When time
+/// runs out, the last `Err` (what the probe saw). The pause is the poll interval: the
+/// tests' one fixed sleep that is no scenario.
+pub fn poll<T>(
+    within: Duration,
+    mut probe: impl FnMut() -> Result<T, String>,
+) -> Result<T, String> {
+    let deadline = std::time::Instant::now() + within;
+    let mut pause = Duration::from_millis(1);
+    loop {
+        let last = match probe() {
+            Ok(v) => return Ok(v),
+            Err(why) => why,
+        };
+        if std::time::Instant::now() >= deadline {
+            return Err(last);
+        }
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(Duration::from_millis(50));
+    }
+}
+
+/// [`poll`], panicking with the probe's last `Err` when time runs out.
+pub fn wait_for<T>(within: Duration, probe: impl FnMut() -> Result<T, String>) -> T {
+    poll(within, probe).unwrap_or_else(|why| panic!("gave up after {within:?}: {why}"))
+}
+
+/// Waits (see [`poll`]) until `holds`; panics naming `what` when time runs out.
+pub fn wait_until(within: Duration, what: &str, mut holds: impl FnMut() -> bool) {
+    wait_for(within, || {
+        holds().then_some(()).ok_or_else(|| what.to_owned())
+    });
+}
+
+/// [`wait_for`] for a probe that awaits; on Tokio's clock (a paused clock moves on by
+/// itself while the test waits).
+pub async fn wait_for_async<T>(
+    within: Duration,
+    mut probe: impl AsyncFnMut() -> Result<T, String>,
+) -> T {
+    let deadline = tokio::time::Instant::now() + within;
+    let mut pause = Duration::from_millis(1);
+    loop {
+        let last = match probe().await {
+            Ok(v) => return v,
+            Err(why) => why,
+        };
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "gave up after {within:?}: {last}"
+        );
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(Duration::from_millis(50));
+    }
+}
+
+/// [`wait_until`] for a condition that awaits.
+pub async fn wait_until_async(within: Duration, what: &str, mut holds: impl AsyncFnMut() -> bool) {
+    wait_for_async(within, async || {
+        holds().await.then_some(()).ok_or_else(|| what.to_owned())
+    })
+    .await;
+}
 
 /// The repository's fixture directory.
 pub fn fixtures() -> PathBuf {

@@ -100,13 +100,13 @@ async fn serve(
         if up.wait_for(|up| *up).await.is_err() {
             return;
         }
-        listener = loop {
-            match TcpListener::bind(addr).await {
-                Ok(l) => break l,
-                // The port may linger for a moment; it is ours to take back.
-                Err(_) => tokio::time::sleep(std::time::Duration::from_millis(20)).await,
-            }
-        };
+        // The port may linger for a moment; it is ours to take back.
+        listener = crate::support::wait_for_async(std::time::Duration::from_secs(5), async || {
+            TcpListener::bind(addr)
+                .await
+                .map_err(|e| format!("rebinding {addr}: {e}"))
+        })
+        .await;
     }
 }
 
@@ -128,6 +128,7 @@ mod tests {
     use std::time::Duration;
 
     use super::Proxy;
+    use crate::support::{wait_for, wait_until};
 
     /// An echo server on loopback, on a thread of its own.
     fn echo() -> std::net::SocketAddr {
@@ -166,27 +167,16 @@ mod tests {
         assert_eq!(round_trip(&mut before).unwrap(), b"ping");
         proxy.cut();
         // The live connection ends, and new ones are refused.
-        let deadline = std::time::Instant::now() + Duration::from_secs(5);
-        while round_trip(&mut before).is_ok() {
-            assert!(std::time::Instant::now() < deadline, "still forwarding");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let deadline = std::time::Instant::now() + Duration::from_secs(5);
-        while TcpStream::connect(proxy.addr()).is_ok() {
-            assert!(std::time::Instant::now() < deadline, "still listening");
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        wait_until(Duration::from_secs(5), "still forwarding", || {
+            round_trip(&mut before).is_err()
+        });
+        wait_until(Duration::from_secs(5), "still listening", || {
+            TcpStream::connect(proxy.addr()).is_err()
+        });
         proxy.restore();
-        let deadline = std::time::Instant::now() + Duration::from_secs(5);
-        let mut after = loop {
-            match TcpStream::connect(proxy.addr()) {
-                Ok(c) => break c,
-                Err(_) if std::time::Instant::now() < deadline => {
-                    std::thread::sleep(Duration::from_millis(20))
-                }
-                Err(e) => panic!("not restored: {e}"),
-            }
-        };
+        let mut after = wait_for(Duration::from_secs(5), || {
+            TcpStream::connect(proxy.addr()).map_err(|e| format!("not restored: {e}"))
+        });
         after
             .set_read_timeout(Some(Duration::from_secs(5)))
             .unwrap();

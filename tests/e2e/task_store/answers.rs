@@ -52,6 +52,7 @@ async fn isolation(
         tokio::spawn(async move { waiter.wait(&a, &k, Duration::from_secs(10)).await })
     };
     assert!(deliverer.deliver(&b, &k, &said("b")).await.unwrap());
+    // A negative, so a real wait: long enough for a wrongly woken waiter to have ended.
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert!(
         !waiting.is_finished(),

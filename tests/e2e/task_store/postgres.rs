@@ -98,19 +98,17 @@ async fn a_cancel_on_one_instance_reaches_the_others_at_once() {
     owner.watch_stops(stops.clone()).await;
     // Wait until the listener is listening (its LISTEN is the connection's last query).
     let mut admin = db.connection().await;
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-    while count(
-        &mut admin,
-        "SELECT count(*) FROM pg_stat_activity
-          WHERE datname = current_database() AND query LIKE 'LISTEN%plugin_host_task_stopped%'",
-    )
-    .await
-    .unwrap()
-        == 0
-    {
-        assert!(tokio::time::Instant::now() < deadline, "no listener");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    crate::support::wait_until_async(Duration::from_secs(20), "no listener", async || {
+        count(
+            &mut admin,
+            "SELECT count(*) FROM pg_stat_activity
+              WHERE datname = current_database() AND query LIKE 'LISTEN%plugin_host_task_stopped%'",
+        )
+        .await
+        .unwrap()
+            > 0
+    })
+    .await;
     let a = tenant();
     let t = running(a, 0, "inst-1");
     let untouched = running(a, 1, "inst-1");
@@ -142,11 +140,10 @@ async fn a_cancel_on_one_instance_reaches_the_others_at_once() {
         )
         .await
         .unwrap();
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    while !stops.0.lock().unwrap().contains(&clock.task.id) {
-        assert!(tokio::time::Instant::now() < deadline, "no stop arrived");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    crate::support::wait_until_async(Duration::from_secs(10), "no stop arrived", async || {
+        stops.0.lock().unwrap().contains(&clock.task.id)
+    })
+    .await;
     assert_eq!(
         *stops.0.lock().unwrap(),
         [t.task.id, clock.task.id],

@@ -2,14 +2,14 @@
 //! run has no further effect, and the task stays cancelled.
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 
 use super::{ADR, args, get_seed, start, stores, wait_status};
 use crate::support::binary::Bridge;
 use crate::support::cuo_children::{recording_runner, wait_children, wait_gone};
-use crate::support::{alive, assert_envelope, script_skill};
+use crate::support::{alive, assert_envelope, script_skill, wait_for, wait_until};
 
 /// Each workflow step of the cancelled run and its sibling takes this long, so a run
 /// cancelled after its first step still has about `2 * PACE_MS` of work left.
@@ -23,16 +23,14 @@ const DIES_WITHIN: Duration = Duration::from_millis(300);
 /// Waits until the run has reported its first step (the task's message moves on from
 /// "started"): the run is in flight, not merely created.
 fn wait_first_step(b: &mut Bridge, id: &str) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
+    wait_for(Duration::from_secs(20), || {
         let got = b.request("tasks/get", json!({"taskId": id}));
         let message = &got["result"]["statusMessage"];
         if message.is_string() && message != "started" {
-            return;
+            return Ok(());
         }
-        assert!(Instant::now() < deadline, "no first step: {got}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+        Err(format!("no first step: {got}"))
+    });
 }
 
 /// The subjects of the `plugin.invoked` audit rows: one per workflow run that finished.
@@ -77,15 +75,13 @@ fn cancel_kills_the_runs_child_and_the_run_never_finishes() {
             "the cancel killed other children too"
         );
         wait_status(&mut b, &sibling, "completed", Duration::from_secs(20));
-        let deadline = Instant::now() + Duration::from_secs(10);
-        let rows = loop {
+        let rows = wait_for(Duration::from_secs(10), || {
             let rows = audited(&mut b);
             if rows.contains(&json!(sibling)) {
-                break rows;
+                return Ok(rows);
             }
-            assert!(Instant::now() < deadline, "the sibling was never audited");
-            std::thread::sleep(Duration::from_millis(50));
-        };
+            Err("the sibling was never audited".to_owned())
+        });
         assert!(
             !rows.contains(&json!(id)),
             "the cancelled run went on and finished: {rows:?}"
@@ -135,11 +131,11 @@ fn cancelling_a_skill_kills_its_child_and_grandchild() {
             .expect("a task id")
             .to_owned();
         let pid_file = dir.path().join("pids");
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while std::fs::read_to_string(&pid_file).map_or(true, |s| !s.ends_with('\n')) {
-            assert!(Instant::now() < deadline, "the entrypoint never started");
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        wait_until(
+            Duration::from_secs(10),
+            "the entrypoint never started",
+            || std::fs::read_to_string(&pid_file).is_ok_and(|s| s.ends_with('\n')),
+        );
         let pids: Vec<i32> = std::fs::read_to_string(&pid_file)
             .unwrap()
             .split_whitespace()

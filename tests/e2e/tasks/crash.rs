@@ -5,16 +5,16 @@
 //! reparented to init and ran on.
 
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::json;
 
 use super::LOCAL;
 use super::cancel::spawning_skill;
-use crate::support::alive;
 use crate::support::binary::Bridge;
 use crate::support::cuo_children::{recording_runner, wait_children, wait_gone};
 use crate::support::http_server::Server;
+use crate::support::{alive, wait_until};
 
 /// How long the orphans may take to die once the bridge is killed.
 const GONE_WITHIN: Duration = Duration::from_secs(5);
@@ -36,11 +36,11 @@ impl Drop for Reaper {
 /// The entrypoint's pid and its background child's, once the entrypoint wrote them.
 fn entrypoint_pids(dir: &Path) -> Vec<i32> {
     let file = dir.join("pids");
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while std::fs::read_to_string(&file).map_or(true, |s| !s.ends_with('\n')) {
-        assert!(Instant::now() < deadline, "the entrypoint never started");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_until(
+        Duration::from_secs(10),
+        "the entrypoint never started",
+        || std::fs::read_to_string(&file).is_ok_and(|s| s.ends_with('\n')),
+    );
     std::fs::read_to_string(&file)
         .unwrap()
         .split_whitespace()

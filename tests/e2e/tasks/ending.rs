@@ -11,7 +11,7 @@
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::json;
 use sqlx::{Connection, Executor};
@@ -29,8 +29,8 @@ use crate::support::binary::{Bridge, paced};
 use crate::support::fakes::{
     Behaviour, InMemoryAudit, InMemoryLedger, PanickingWorkflows, StaticSkills,
 };
-use crate::support::script_skill;
 use crate::support::tcp_proxy::Proxy;
+use crate::support::{script_skill, wait_for_async, wait_until};
 
 /// How long the store stays unavailable while a run's outcome waits for it.
 const OUTAGE: Duration = Duration::from_secs(35);
@@ -103,6 +103,7 @@ fn a_run_that_ends_while_the_sqlite_file_is_locked_is_recorded_once_it_is_free()
         conn.execute("BEGIN EXCLUSIVE").await.unwrap();
         conn
     });
+    // The outage is the scenario: the lock is held for that long, whatever the bridge does.
     std::thread::sleep(OUTAGE);
     // The run ended long ago; its outcome is not stored yet.
     assert_eq!(get_seed(&mut b, &id)["result"]["status"], "running");
@@ -156,6 +157,7 @@ fn a_run_that_ends_while_postgres_is_cut_off_is_recorded_once_it_is_back() {
     // The database goes away for everyone on this bridge: live connections drop, new
     // ones are refused.
     proxy.cut();
+    // The outage is the scenario: the database stays away for that long.
     std::thread::sleep(OUTAGE);
     proxy.restore();
     assert_completed_with_a_result(&mut b, &id);
@@ -170,11 +172,9 @@ fn a_forged_stop_notification_kills_no_run() {
     let mut b = Bridge::initialized(&["--database-url", &url, "--cuo-command", &cuo]);
     let id = start(&mut b, ADR());
     // Any session of the database may NOTIFY the channel the bridge listens on.
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while get_seed(&mut b, &id)["result"]["status_message"] == "started" {
-        assert!(Instant::now() < deadline, "no first step");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_until(Duration::from_secs(20), "no first step", || {
+        get_seed(&mut b, &id)["result"]["status_message"] != "started"
+    });
     runtime().block_on(async {
         let mut conn = sqlx::PgConnection::connect(&url).await.unwrap();
         sqlx::query("SELECT pg_notify('plugin_host_task_stopped', $1)")
@@ -239,20 +239,15 @@ async fn a_run_that_panics_ends_as_internal_error_and_gives_its_slot_back() {
     // One slot: the second run starts only once the first gave its slot back.
     let runner = TaskRunner::new(ports.clone(), 1, 1);
     for _ in 0..2 {
-        let deadline = Instant::now() + Duration::from_secs(5);
-        let task = loop {
-            match runner
+        let task = wait_for_async(Duration::from_secs(5), async || {
+            runner
                 .start(ctx(tenant), workflow_run(ports.clock.as_ref()))
                 .await
-            {
                 // Dropping the `Begin` lets the run start.
-                Ok((task, _begin)) => break task,
-                Err(_) if Instant::now() < deadline => {
-                    tokio::time::sleep(Duration::from_millis(20)).await;
-                }
-                Err(e) => panic!("the slot was never given back: {e}"),
-            }
-        };
+                .map(|(task, _begin)| task)
+                .map_err(|e| format!("the slot was never given back: {e}"))
+        })
+        .await;
         let done = tokio::time::timeout(
             Duration::from_secs(10),
             runner.wait_terminal(&tenant, task.id),

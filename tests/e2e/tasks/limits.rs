@@ -3,13 +3,13 @@
 //! bounded number of tasks.
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 
 use super::{dev_args, dev_token, stores};
 use crate::support::binary::Bridge;
-use crate::support::{assert_envelope, script_skill};
+use crate::support::{assert_envelope, script_skill, wait_for};
 
 /// A skills dir with `echo` (prints `{}`) and `flood` (prints a million `"`, which is not
 /// JSON: its result is that text as a JSON string of about 2 MB).
@@ -103,15 +103,13 @@ fn a_result_too_large_to_keep_fails_the_task() {
             .unwrap_or_else(|| panic!("{resp}"))
             .to_owned();
         // Not wait_status: a failing run here would print megabytes.
-        let deadline = Instant::now() + Duration::from_secs(20);
-        let task = loop {
+        let task = wait_for(Duration::from_secs(20), || {
             let got = b.request("tasks/get", json!({"id": id}));
             if got["result"]["status"] != "running" {
-                break got["result"].clone();
+                return Ok(got["result"].clone());
             }
-            assert!(Instant::now() < deadline, "the run never ended");
-            std::thread::sleep(Duration::from_millis(100));
-        };
+            Err("the run never ended".to_owned())
+        });
         assert_eq!(task["status"], "failed", "{}", clip(&task));
         assert!(task.get("output").is_none(), "{}", clip(&task));
         let result = b.request("tasks/result", json!({"taskId": id}));

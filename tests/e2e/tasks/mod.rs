@@ -20,11 +20,12 @@ mod tenants;
 mod upstreams;
 
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 
 use crate::support::binary::{Bridge, binary};
+use crate::support::wait_for;
 
 pub(crate) const LOCAL: &str = "00000000-0000-4000-8000-000000000001";
 
@@ -74,18 +75,13 @@ pub(crate) fn get_seed(b: &mut Bridge, id: &str) -> Value {
 }
 
 pub(crate) fn wait_status(b: &mut Bridge, id: &str, want: &str, within: Duration) -> Value {
-    let deadline = Instant::now() + within;
-    loop {
+    wait_for(within, || {
         let resp = get_seed(b, id);
         if resp["result"]["status"] == want {
-            return resp["result"].clone();
+            return Ok(resp["result"].clone());
         }
-        assert!(
-            Instant::now() < deadline,
-            "task {id} never became {want}: {resp}"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+        Err(format!("task {id} never became {want}: {resp}"))
+    })
 }
 
 pub(crate) fn dev_token(data_dir: &Path, tenant: &str) -> String {

@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 
 use super::{ADR, args, stores};
 use crate::support::binary::{Bridge, paced};
+use crate::support::wait_until;
 
 /// Sends a plain `tools/call` of the workflow (answered when its run ends, under
 /// `--long-running wait`) and returns its id once a new task of the tenant exists (other
@@ -24,11 +25,11 @@ fn waiting_call(b: &mut Bridge) -> Value {
         "tools/call",
         json!({"name": "cyberos.cuo.execute_workflow", "arguments": ADR()}),
     );
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while ids(b).iter().all(|t| before.contains(t)) {
-        assert!(Instant::now() < deadline, "the call's task never appeared");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_until(
+        Duration::from_secs(10),
+        "the call's task never appeared",
+        || !ids(b).iter().all(|t| before.contains(t)),
+    );
     id
 }
 
@@ -89,10 +90,23 @@ fn sigterm_fails_a_waiting_call_whose_run_outlasts_the_grace_and_exits() {
 #[test]
 fn a_second_sigterm_exits_at_once() {
     let paced = paced(20_000);
-    let mut b = Bridge::initialized(&["--cuo-command", &paced, "--long-running", "wait"]);
+    let (log, lines) = std::sync::mpsc::channel();
+    let mut b = Bridge::spawn_logging(
+        tempfile::tempdir().unwrap(),
+        &["--dev", "--cuo-command", &paced, "--long-running", "wait"],
+        &[],
+        Some(log),
+    );
+    b.initialize();
     waiting_call(&mut b);
     sigterm(&b);
-    std::thread::sleep(Duration::from_millis(300));
+    // The second signal is a second one once the bridge has taken the first.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !lines
+        .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+        .expect("the bridge logs that it is shutting down")
+        .contains("shutting down")
+    {}
     sigterm(&b);
     // Well inside the 5 s grace the first signal started.
     let status = b.wait_exit(Duration::from_secs(3)).expect("exited at once");

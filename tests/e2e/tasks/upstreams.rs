@@ -1,21 +1,20 @@
 //! Upstreams around tasks: the audit row of a finished workflow, a down memory service,
 //! and a down task store.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::json;
 
 use super::{ADR, start, wait_status};
-use crate::support::assert_envelope;
 use crate::support::binary::Bridge;
+use crate::support::{assert_envelope, wait_for};
 
 #[test]
 fn a_finished_workflow_appends_a_plugin_invoked_audit_row() {
     let mut b = Bridge::initialized(&[]);
     let id = start(&mut b, ADR());
     wait_status(&mut b, &id, "completed", Duration::from_secs(20));
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let row = loop {
+    let row = wait_for(Duration::from_secs(10), || {
         let page = b.call(
             "cyberos.memory.read_audit",
             json!({"kind": "plugin.invoked"}),
@@ -24,12 +23,11 @@ fn a_finished_workflow_appends_a_plugin_invoked_audit_row() {
             .as_array()
             .cloned()
             .unwrap_or_default();
-        if let Some(row) = entries.into_iter().find(|e| e["subject"] == id.as_str()) {
-            break row;
-        }
-        assert!(Instant::now() < deadline, "no plugin.invoked row for {id}");
-        std::thread::sleep(Duration::from_millis(100));
-    };
+        entries
+            .into_iter()
+            .find(|e| e["subject"] == id.as_str())
+            .ok_or_else(|| format!("no plugin.invoked row for {id}"))
+    });
     let body = &row["body"];
     assert_eq!(body["plugin_id"], "cyberos");
     assert_eq!(body["tool_name"], "cyberos.cuo.execute_workflow");

@@ -2,7 +2,7 @@
 //! trace id the client saw, a task's span linked to its call and the trace reaching
 //! memory and the audit row, and spans flushed on SIGTERM over stdio.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::json;
 
@@ -10,6 +10,7 @@ use super::{TENANT, envelope_trace};
 use crate::support::binary::Bridge;
 use crate::support::collector::{Collector, attr, hex};
 use crate::support::memory_server::MemoryServer;
+use crate::support::wait_for;
 
 #[test]
 fn the_binary_exports_the_call_span_with_the_trace_id_the_client_saw() {
@@ -100,18 +101,12 @@ fn a_task_span_is_linked_to_its_call_and_the_trace_reaches_memory_and_the_audit_
     assert!(attr(&task, "cyberos.duration_ms").is_some());
     // The plugin.invoked row reached the memory service, in the call's trace, and the
     // request carried a traceparent whose parent is a bridge span of that trace.
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let row = loop {
+    let row = wait_for(Duration::from_secs(10), || {
         let rows = memory.entries(TENANT);
-        if let Some(row) = rows.into_iter().find(|e| e["kind"] == "plugin.invoked") {
-            break row;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "no plugin.invoked row reached the memory service"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    };
+        rows.into_iter()
+            .find(|e| e["kind"] == "plugin.invoked")
+            .ok_or_else(|| "no plugin.invoked row reached the memory service".to_owned())
+    });
     assert_eq!(row["body"]["trace_id"], "0af7651916cd43dd8448eb211c80319c");
     assert_eq!(row["body"]["tool_name"], "cyberos.cuo.execute_workflow");
     assert_eq!(row["body"]["outcome"], "success");

@@ -3,12 +3,13 @@
 //! tenant only with `--metrics-tenant-label`.
 
 use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::json;
 
 use super::TENANT;
 use crate::support::binary::Bridge;
+use crate::support::poll;
 use crate::support::scrape::{metrics_url, sample, scrape};
 
 /// A stdio bridge serving the scrape on an ephemeral port, and the scrape's URL.
@@ -25,14 +26,11 @@ fn scraped(extra: &[&str]) -> (Bridge, String) {
 /// Scrapes until `ready` holds (the run's metrics are recorded just after its row is
 /// written), at most a few seconds.
 fn scrape_until(url: &str, ready: impl Fn(&str) -> bool) -> String {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
+    poll(Duration::from_secs(10), || {
         let text = scrape(url);
-        if ready(&text) || Instant::now() > deadline {
-            return text;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
+        if ready(&text) { Ok(text) } else { Err(text) }
+    })
+    .unwrap_or_else(|text| text)
 }
 
 #[test]
