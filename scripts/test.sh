@@ -2,8 +2,8 @@
 # The whole test suite, from a clean checkout: installs what the tests need, then runs
 # formatting and lint checks, the Rust tests (unit, integration against the built binary,
 # doc tests), the third-party client tests (the official Python MCP SDK), the real
-# hosts (Claude Code and the Codex CLI, headless), the MCP conformance suite and the
-# approval page in headless Chromium.
+# hosts (Claude Code, the Codex CLI and the Gemini CLI, headless), the MCP conformance
+# suite and the approval page in headless Chromium.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -89,11 +89,12 @@ else
   failed=$((failed + 1))
 fi
 
-# --- Real MCP hosts: Claude Code and the Codex CLI from npm (pinned by
-# tests/hosts/package-lock.json; ~17 s to download, cached in tests/hosts/.cache), run
-# headless against the built binary with a scripted model stand-in on 127.0.0.1: two hosts
-# x stdio and HTTP x four cases, each with its assertions (tests/hosts/expect.py).
-log "real MCP hosts (Claude Code, Codex CLI) against the built binary"
+# --- Real MCP hosts: Claude Code, the Codex CLI and the Gemini CLI from npm (pinned by
+# tests/hosts/package-lock.json, cached in tests/hosts/.cache; the Gemini CLI needs
+# Node.js 20 or later), run headless against the built binary with a scripted model
+# stand-in on 127.0.0.1: three hosts x stdio and HTTP x four cases, plus the approval case
+# for the host that cannot ask (Gemini), each with its assertions (tests/hosts/expect.py).
+log "real MCP hosts (Claude Code, Codex CLI, Gemini CLI) against the built binary"
 if ! command -v npm >/dev/null 2>&1 && [ "$(id -u)" -eq 0 ]; then
   log "installing Node.js and npm (apt-get)"
   apt-get update -qq

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Drive real MCP hosts (Claude Code, Codex CLI) headless against the bridge.
+"""Drive real MCP hosts (Claude Code, Codex CLI, Gemini CLI) headless against the bridge.
 
 For every host x transport x scenario: start the scripted model stand-in
 (standin.py) on 127.0.0.1, point the host at it and at the bridge binary, run
@@ -8,11 +8,11 @@ what the model was offered (tools, schemas, server instructions) and what it
 got back from the tool call. Writes one JSON file per run into --out and
 prints a compact table. Builds nothing.
 """
-import argparse, json, os, re, shutil, signal, subprocess, sys, tempfile, time, urllib.request
+import argparse, json, os, re, shutil, signal, subprocess, sys, tempfile, threading, time, urllib.parse, urllib.request
 
 from expect import checks
-from readlogs import (dropped_keywords, norm, offered_claude, offered_codex, read_log, read_wire,
-                      result_claude, result_codex)
+from readlogs import (CALL_ID, RETRY_ID, dropped_keywords, norm, offered_claude, offered_codex, offered_gemini,
+                      read_log, read_wire, result_claude, result_codex, result_gemini)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 BIN_DIR = os.path.join(HERE, ".cache", "node_modules", ".bin")
@@ -26,7 +26,18 @@ SCENARIOS = {  # name -> (tool, arguments)
     "long_running": ("cyberos.cuo.execute_workflow",
                      {"persona": "chief-ai-officer", "workflow": "llm-evaluation-plan",
                       "inputs": {"llm_feature": "search"}}),
+    # Hosts that cannot ask (CANNOT_ASK): the refusal says how to approve; the harness
+    # approves as the user would; the stand-in, as the model, calls again (see one()).
+    "approval": ("cyberos.memory.append_audit", {"kind": "decision", "body": {"note": "host approval test"}}),
 }
+# Hosts that declare no elicitation capability (checked on the stdio wire by expect.py).
+# Claude Code and Codex declare it on every connection, so the bridge asks them and
+# `approval` does not apply to them.
+CANNOT_ASK = {"gemini"}
+# Hosts whose MCP SDK refuses the bridge's initialize answer (protocolVersion 2025-11-25
+# to a request for 2025-06-18) and drops the server: run behind the version shim
+# (stdio_tap.py --echo-version, version_proxy.py), which changes only that answer.
+NEEDS_VERSION_SHIM = {"gemini"}
 
 
 def wait_for(pred, seconds, step=0.1):
@@ -52,8 +63,9 @@ def stop(proc):
 class Bridge:
     """Where the host finds the bridge: a command line (stdio) or a URL plus bearer (http)."""
 
-    def __init__(self, binary, transport, work, flags):
+    def __init__(self, binary, transport, work, flags, shim=False):
         self.binary, self.transport, self.proc, self.flags = binary, transport, None, flags
+        self.shim, self.proxy, self.shim_log = shim, None, os.path.join(work, "shim.jsonl")
         self.data = os.path.join(work, "bridge-data")
         os.makedirs(self.data, mode=0o700, exist_ok=True)
         # --dev: the local dev key verifies tokens (http) or signs the local token (stdio)
@@ -69,13 +81,52 @@ class Bridge:
             if not wait_for(lambda: healthy(f"http://127.0.0.1:{port}/healthz"), 20):
                 stop(self.proc)
                 raise RuntimeError("bridge did not become healthy on " + self.url)
+            if shim:
+                port_file = os.path.join(work, "proxy.port")
+                self.proxy = subprocess.Popen([sys.executable, os.path.join(HERE, "version_proxy.py"), self.url,
+                                               port_file, self.shim_log], stdin=subprocess.DEVNULL)
+                if not wait_for(lambda: os.path.exists(port_file) and open(port_file).read().strip(), 10):
+                    self.close()
+                    raise RuntimeError("version proxy did not start")
+                self.url = f"http://127.0.0.1:{open(port_file).read().strip()}/mcp"
 
     def stdio_command(self, home):
         """The command a host spawns: the bridge behind stdio_tap.py, which logs the wire to home/wire.jsonl."""
         tap = os.path.join(HERE, "stdio_tap.py")
-        return sys.executable, [tap, os.path.join(home, "wire.jsonl"), self.binary, *self.args]
+        shim = ["--echo-version"] if self.shim else []
+        return sys.executable, [tap, *shim, os.path.join(home, "wire.jsonl"), self.binary, *self.args]
+
+    def approve(self, text):
+        """Approves, as the user told by `text` (the refusal the model got) would: run the
+        terminal command (stdio), or open the link and press Approve (http, --dev: the page
+        trusts the local dev user). -> what was done and what it answered."""
+        if self.transport == "stdio":
+            m = re.search(r"cyberos-mcp-bridge approve ([0-9a-f]{32})", text)
+            if not m:
+                return {"how": "terminal", "ok": False, "said": "no `cyberos-mcp-bridge approve <id>` in the refusal"}
+            p = subprocess.run([self.binary, *self.args, "approve", m[1], "--yes"], capture_output=True, text=True,
+                               timeout=30, stdin=subprocess.DEVNULL)
+            return {"how": "terminal", "id": m[1], "ok": p.returncode == 0,
+                    "said": (p.stdout + p.stderr).strip().splitlines()[-1:] or [f"exit {p.returncode}"]}
+        m = re.search(r"(https?://[^\s\"'`]+/approve/[0-9a-f]{32})", text)
+        if not m:
+            return {"how": "page", "ok": False, "said": "no /approve/<id> link in the refusal"}
+        link = m[1]
+        with urllib.request.urlopen(link, timeout=10) as r:
+            page = r.read().decode()
+        token = re.search(r'name="token" value="([0-9a-f]{64})"', page)
+        if not token:
+            return {"how": "page", "link": link, "ok": False, "said": "no form token on the page: " + page[:200]}
+        form = urllib.parse.urlencode({"token": token[1], "decision": "approve"}).encode()
+        req = urllib.request.Request(link, data=form, method="POST",
+                                     headers={"content-type": "application/x-www-form-urlencoded"})
+        with urllib.request.urlopen(req, timeout=10) as r:
+            done = r.read().decode()
+        return {"how": "page", "link": link, "ok": "The call is approved" in done,
+                "said": re.sub(r"<[^>]+>", " ", done).split("Approved", 1)[-1].strip()[:160]}
 
     def close(self):
+        stop(self.proxy)
         stop(self.proc)
 
 
@@ -155,6 +206,33 @@ def run_codex(bridge, model_url, home, timeout):
     return rc, final, err, secs
 
 
+def run_gemini(bridge, model_url, home, timeout):
+    if bridge.transport == "http":
+        server = {"httpUrl": bridge.url, "headers": {"Authorization": "Bearer " + bridge.token}}
+    else:
+        command, args = bridge.stdio_command(home)
+        server = {"command": command, "args": args}
+    server["trust"] = True  # no per-tool confirmation by the host (headless, as --yolo)
+    settings = {"mcpServers": {"cyberos": server},
+                "security": {"auth": {"selectedType": "gemini-api-key"}, "folderTrust": {"enabled": False}},
+                "general": {"enableAutoUpdate": False, "enableAutoUpdateNotification": False},
+                "privacy": {"usageStatisticsEnabled": False}, "telemetry": {"enabled": False}}
+    os.makedirs(os.path.join(home, ".gemini"), exist_ok=True)
+    with open(os.path.join(home, ".gemini", "settings.json"), "w") as f:
+        json.dump(settings, f)
+    work = os.path.join(home, "work")
+    os.makedirs(work, exist_ok=True)
+    # GEMINI_CLI_NO_RELAUNCH: run in this process, not in a second node it spawns for a larger heap
+    env = dict(base_env(home), GEMINI_API_KEY="standin", GOOGLE_GEMINI_BASE_URL=model_url, GEMINI_CLI_NO_RELAUNCH="true")
+    cmd = [os.path.join(BIN_DIR, "gemini"), "-p", "Use the cyberos tools.", "--yolo", "--output-format", "json"]
+    rc, out, err, secs = run(cmd, env, work, timeout)
+    try:
+        final = json.loads(out).get("response")
+    except ValueError:
+        final = None
+    return rc, final, err, secs
+
+
 def run(cmd, env, cwd, timeout):
     t0 = time.monotonic()
     p = subprocess.Popen(cmd, env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
@@ -169,42 +247,73 @@ def run(cmd, env, cwd, timeout):
     return rc, out, err, round(time.monotonic() - t0, 1)
 
 
-HOSTS = {"claude": run_claude, "codex": run_codex}
+HOSTS = {"claude": run_claude, "codex": run_codex, "gemini": run_gemini}
+OFFERED = {"claude": offered_claude, "codex": offered_codex, "gemini": offered_gemini}
+RESULT = {"claude": result_claude, "codex": result_codex, "gemini": result_gemini}
 
 
 # ---- one run, and all of them --------------------------------------------------------
+def approve_when_asked(host, bridge, log, gate, done, out):
+    """The user, in the approval scenario: once the model got its refusal (in the stand-in's
+    log), approve as the refusal says, then open the stand-in's gate (the model's retry)."""
+    while not done.is_set():
+        first = RESULT[host](read_log(log))
+        if first:
+            try:
+                out.update(bridge.approve(first["text"]))
+            except OSError as e:
+                out.update(ok=False, said=f"approving failed: {e}")
+            with open(gate, "w") as f:
+                f.write(json.dumps(out))
+            return
+        done.wait(0.1)
+
+
 def one(host, bridge, scenario, out_dir, timeout, catalogue):
     tool, args = SCENARIOS[scenario]
     home = tempfile.mkdtemp(prefix=f"host-{host}-")
     log, port_file = os.path.join(home, "model.jsonl"), os.path.join(home, "model.port")
+    gate = os.path.join(home, "approved") if scenario == "approval" else None
     standin = subprocess.Popen([sys.executable, os.path.join(HERE, "standin.py"), "--log", log, "--tool", tool,
                                 "--args", json.dumps(args), "--port-file", port_file,
-                                "--final-delay", "2" if scenario == "long_running" else "0"],
+                                "--final-delay", "2" if scenario == "long_running" else "0",
+                                *(["--retry-gate", gate] if gate else [])],
                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    done, approval, watcher = threading.Event(), {}, None
     try:
         if not wait_for(lambda: os.path.exists(port_file) and open(port_file).read().strip(), 10):
             raise RuntimeError("stand-in did not start")
         model_url = "http://127.0.0.1:" + open(port_file).read().strip()
+        if gate:
+            watcher = threading.Thread(target=approve_when_asked, args=(host, bridge, log, gate, done, approval))
+            watcher.start()
         rc, final, err, secs = HOSTS[host](bridge, model_url, home, timeout)
     finally:
+        done.set()
+        if watcher:
+            watcher.join(35)
         stop(standin)
     reqs = read_log(log)
     wire = read_wire(os.path.join(home, "wire.jsonl"), tool)
-    tools, deferred, instructions, mode = (offered_claude if host == "claude" else offered_codex)(reqs)
-    result = (result_claude if host == "claude" else result_codex)(reqs)
-    dropped, changed = {}, []
+    tools, deferred, instructions, mode = OFFERED[host](reqs)
+    result = RESULT[host](reqs)
+    retry = RESULT[host](reqs, RETRY_ID) if gate else None
+    dropped, changed, added = {}, [], set()
     for t in tools:
         canon = next((c for c in catalogue if norm(t["name"]).endswith(norm(c["name"]))), None)
         if canon:
             d = dropped_keywords(canon["inputSchema"], t["schema"])
             if d:
                 dropped[canon["name"]] = d
+            added |= set((t["schema"] or {}).get("properties") or {}) - set(canon["inputSchema"].get("properties") or {})
             if t["description"] != canon.get("description"):
                 changed.append(canon["name"])
     rec = {"host": host, "transport": bridge.transport, "bridge_flags": bridge.flags, "scenario": scenario, "tool": tool, "arguments": args,
            "exit": rc, "seconds": secs, "model_requests": len(reqs), "tools_mode": mode,
            "offered": tools, "deferred_names": deferred, "instructions": instructions,
-           "dropped_schema_keywords": dropped, "descriptions_changed": changed, "result": result, "final_text": final, "wire": wire,
+           "dropped_schema_keywords": dropped, "schema_properties_added": sorted(added), "descriptions_changed": changed, "result": result, "final_text": final, "wire": wire,
+           "can_ask": host not in CANNOT_ASK, "approval": approval if gate else None, "retry": retry,
+           "version_shim": read_shim(os.path.join(home, "wire.jsonl"), bridge.shim_log) if bridge.shim else None,
            "host_stderr_tail": err[-1500:]}
     tag = "".join("-" + re.sub(r"[^a-z0-9]+", "", f) for f in bridge.flags)
     with open(os.path.join(out_dir, f"{host}-{bridge.transport}{tag}-{scenario}.json"), "w") as f:
@@ -216,6 +325,18 @@ def one(host, bridge, scenario, out_dir, timeout, catalogue):
     return rec
 
 
+def read_shim(wire_path, proxy_log):
+    """What the version shim changed: the stdio tap's "shim" records or the proxy's log."""
+    out = []
+    if os.path.exists(wire_path):
+        with open(wire_path) as f:
+            out += [json.loads(x)["msg"] for x in f if '"dir": "shim"' in x]
+    if os.path.exists(proxy_log):
+        with open(proxy_log) as f:
+            out += [json.loads(x) for x in f if x.strip()]
+    return out
+
+
 def summary(host, transport, recs, width):
     """wire: 'elicit' = the bridge asked the host by elicitation/create; 'prog+N' = N progress
     notifications with the call's token after its response (stdio only: seen by stdio_tap.py)."""
@@ -223,8 +344,10 @@ def summary(host, transport, recs, width):
     drop = sorted({k for r in recs for ks in r["dropped_schema_keywords"].values() for k in ks})
     mode = recs[0]["tools_mode"] if recs else "-"
     changed = sorted({n for r in recs for n in r["descriptions_changed"]})
+    added = sorted({p for r in recs for p in r["schema_properties_added"]})
     print(f"\n== {host} / {transport}{' ' + ' '.join(recs[0]['bridge_flags']) if recs and recs[0]['bridge_flags'] else ''}: model offered {len(tools)}/8 cyberos tools, {mode}; "
           f"schema keywords dropped: {', '.join(drop) or 'none'}; "
+          f"{'schema properties added: ' + ', '.join(added) + '; ' if added else ''}"
           f"descriptions changed: {', '.join(changed) or 'none'}")
     if tools:
         print("   names: " + " ".join(t["name"] for t in sorted(tools, key=lambda t: t["name"])))
@@ -247,6 +370,16 @@ def summary(host, transport, recs, width):
         wcol = ("elicit " if "elicitation/create" in w.get("server_requests", []) else "") + \
             (f"prog+{w['progress_after_response']}" if w.get("progress_after_response") else "")
         print(f"   {r['scenario']:<16}{str(r['exit']):<5}{r['seconds']:<5}{wcol or '-':<8}{err:<8}{has:<6}{got}")
+        if r["scenario"] == "approval":
+            a, rt = r["approval"] or {}, r["retry"]
+            rtext = " ".join(rt["text"].split()) if rt else "(no retry result)"
+            print(f"   {'  approved':<16}{'ok' if a.get('ok') else 'no':<5}{'':<5}{a.get('how', '-'):<8}"
+                  f"{'-':<8}{'':<6}{' '.join(a.get('said') or []) if isinstance(a.get('said'), list) else a.get('said', '')}")
+            rerr = "-" if not rt or rt["is_error"] is None else str(rt["is_error"]).lower()
+            print(f"   {'  retry':<16}{'':<5}{'':<5}{'':<8}{rerr:<8}{'':<6}{rtext[:width]}{'…' if len(rtext) > width else ''}")
+    shim = next((r["version_shim"] for r in recs if r["version_shim"]), None)
+    if shim:
+        print(f"   version shim: {json.dumps(shim[0])} (host asked for the second; see README)")
     return len(tools) == 8 and all(r["result"] for r in recs)
 
 
@@ -266,7 +399,7 @@ def verdicts(host, transport, recs):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("binary")
-    ap.add_argument("--hosts", default="claude,codex")
+    ap.add_argument("--hosts", default="claude,codex,gemini")
     ap.add_argument("--transports", default="stdio,http")
     ap.add_argument("--scenarios", default=",".join(SCENARIOS))
     ap.add_argument("--out", default=os.path.join(HERE, ".out"))
@@ -286,20 +419,22 @@ def main():
     for host in a.hosts.split(","):
         if not os.access(os.path.join(BIN_DIR, host), os.X_OK):
             print(f"\n== {host}: not installed ({BIN_DIR}/{host}); run tests/hosts/install.sh")
-            ok, failed = False, failed + len(scenarios) * len(a.transports.split(","))
+            n = len([s for s in scenarios if s != "approval" or host in CANNOT_ASK])
+            ok, failed = False, failed + n * len(a.transports.split(","))
             continue
         for transport in a.transports.split(","):
             work, bridge = tempfile.mkdtemp(prefix="host-bridge-"), None
             try:
-                bridge = Bridge(binary, transport, work, a.bridge_flags.split())
-                recs = [one(host, bridge, s, a.out, a.timeout, catalogue) for s in scenarios]
+                bridge = Bridge(binary, transport, work, a.bridge_flags.split(), shim=host in NEEDS_VERSION_SHIM)
+                recs = [one(host, bridge, s, a.out, a.timeout, catalogue) for s in scenarios
+                        if s != "approval" or host in CANNOT_ASK]
                 ok = summary(host, transport, recs, a.width) and ok
                 if asserting:
                     p, f = verdicts(host, transport, recs)
                     passed, failed = passed + p, failed + f
             except (RuntimeError, subprocess.SubprocessError) as e:
                 print(f"\n== {host} / {transport}: not run: {e}")
-                ok, failed = False, failed + len(scenarios)
+                ok, failed = False, failed + len([s for s in scenarios if s != "approval" or host in CANNOT_ASK])
             finally:
                 if bridge:
                     bridge.close()

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# Install the pinned hosts (Claude Code, Codex CLI) into tests/hosts/.cache from
+# Install the pinned hosts (Claude Code, Codex CLI, Gemini CLI) into tests/hosts/.cache from
 # package-lock.json with `npm ci`. Does nothing when .cache already holds this lockfile's
 # install, so CI can cache tests/hosts/.cache keyed on package-lock.json.
 set -euo pipefail
 cd "$(dirname "$0")"
 mkdir -p .cache
-ok() { .cache/node_modules/.bin/claude --version >/dev/null 2>&1 && .cache/node_modules/.bin/codex --version >/dev/null 2>&1; }
+ok() { for h in claude codex gemini; do .cache/node_modules/.bin/$h --version >/dev/null 2>&1 || return 1; done; }
 if cmp -s package-lock.json .cache/package-lock.json && ok; then
     echo "hosts: up to date in $(pwd)/.cache"; exit 0
 fi
@@ -14,5 +14,5 @@ cp package.json package-lock.json .cache/
 # Claude Code's postinstall copies its native binary over a placeholder; run it by hand
 # if this npm skipped install scripts.
 ok || (cd .cache && node node_modules/@anthropic-ai/claude-code/install.cjs)
-ok || { echo "hosts: install failed: claude or codex does not run" >&2; exit 1; }
-echo "hosts: $(.cache/node_modules/.bin/claude --version), $(.cache/node_modules/.bin/codex --version); $(du -sh .cache | cut -f1) in $(pwd)/.cache"
+ok || { echo "hosts: install failed: claude, codex or gemini does not run" >&2; exit 1; }
+echo "hosts: $(.cache/node_modules/.bin/claude --version), $(.cache/node_modules/.bin/codex --version), gemini $(.cache/node_modules/.bin/gemini --version); $(du -sh .cache | cut -f1) in $(pwd)/.cache"

@@ -2,6 +2,8 @@
 model was offered and got back) and stdio_tap.py's wire log (the host's side of MCP)."""
 import json, os, re
 
+CALL_ID, RETRY_ID = "call_cyberos_1", "call_cyberos_2"  # the stand-in's call and its retry
+
 def norm(name):
     return re.sub(r"[^a-z0-9]", "_", name.lower())
 
@@ -15,7 +17,7 @@ def read_log(path):
     if os.path.exists(path):
         with open(path) as f:
             reqs = [json.loads(line)["body"] for line in f if line.strip()]
-    return [r for r in reqs if isinstance(r, dict) and ("messages" in r or "input" in r)]
+    return [r for r in reqs if isinstance(r, dict) and ("messages" in r or "input" in r or "contents" in r)]
 
 
 def offered_claude(reqs):
@@ -58,11 +60,30 @@ def offered_codex(reqs):
     return list(tools.values()), deferred, instructions, mode
 
 
-def result_claude(reqs):
+def offered_gemini(reqs):
+    """MCP tools as Gemini's functionDeclarations (all sent whole; no tool search)."""
+    tools, instructions = {}, None
+    for b in reqs:
+        for t in b.get("tools") or []:
+            for d in t.get("functionDeclarations") or []:
+                if "cyberos" in d.get("name", ""):
+                    tools[d["name"]] = {"name": d["name"], "description": d.get("description"),
+                                        "schema": d.get("parametersJsonSchema") or d.get("parameters"),
+                                        "defer_loading": False}
+        # The Gemini CLI puts server instructions in the first user turn, not the system prompt.
+        text = "\n".join(p.get("text", "") for c in b.get("contents") or [] for p in c.get("parts") or []
+                          if isinstance(p, dict))
+        m = re.search(r"tool server 'cyberos':\n---\[start of server instructions\]---\n(.*?)\n---\[end", text, re.S)
+        if m and not instructions:
+            instructions = m.group(1)
+    return list(tools.values()), [], instructions, "in tools[] (functionDeclarations)"
+
+
+def result_claude(reqs, call_id=CALL_ID):
     for b in reqs:
         for m in b.get("messages") or []:
             for c in m.get("content") if isinstance(m.get("content"), list) else []:
-                if c.get("type") == "tool_result" and c.get("tool_use_id") == "call_cyberos_1":
+                if c.get("type") == "tool_result" and c.get("tool_use_id") == call_id:
                     content = c.get("content")
                     text = content if isinstance(content, str) else "\n".join(
                         x.get("text", json.dumps(x)) for x in content or [])
@@ -70,13 +91,27 @@ def result_claude(reqs):
     return None
 
 
-def result_codex(reqs):
+def result_codex(reqs, call_id=CALL_ID):
     for b in reqs:
         for i in b.get("input") or []:
-            if isinstance(i, dict) and i.get("call_id") == "call_cyberos_1" and i.get("type", "").endswith("_output"):
+            if isinstance(i, dict) and i.get("call_id") == call_id and i.get("type", "").endswith("_output"):
                 out = i.get("output")
                 text = out if isinstance(out, str) else "\n".join(x.get("text", json.dumps(x)) for x in out or [])
                 return {"text": text, "is_error": None, "raw": i}
+    return None
+
+
+def result_gemini(reqs, call_id=CALL_ID):
+    """A functionResponse part: {"id", "name", "response": {"output": …} or {"error": …}}."""
+    for b in reqs:
+        for c in b.get("contents") or []:
+            for p in c.get("parts") or []:
+                fr = p.get("functionResponse") if isinstance(p, dict) else None
+                if fr and fr.get("id") == call_id:
+                    resp = fr.get("response") or {}
+                    out = resp.get("output", resp.get("error", resp))
+                    text = out if isinstance(out, str) else json.dumps(out)
+                    return {"text": text, "is_error": "error" in resp, "raw": fr}
     return None
 
 

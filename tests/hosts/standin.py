@@ -2,11 +2,18 @@
 """A scripted stand-in for a model API, on 127.0.0.1 only (stdlib, no deps).
 
 Speaks just enough of the Anthropic Messages API (POST /v1/messages, SSE or
-JSON) for Claude Code and of the OpenAI Responses API (POST /v1/responses, SSE)
-for the Codex CLI. Every request body is appended to --log as one JSON line.
+JSON) for Claude Code, of the OpenAI Responses API (POST /v1/responses, SSE)
+for the Codex CLI, and of the Gemini API (POST /v1beta/models/M:streamGenerateContent
+?alt=sse, :generateContent, :countTokens) for the Gemini CLI. Every request body is
+appended to --log as one JSON line.
 
 The script, per request:
   1. if the request already carries the result of our tool call -> answer "done";
+     with --retry-gate FILE (the approval scenario) the first result is a refusal
+     the user must approve out of band: wait until FILE exists (the harness writes
+     it once it has approved), then call the tool again with the same --args, as a
+     model told "call the tool again with exactly the same arguments" does; "done"
+     once the retry's result is in;
   2. else if a tool whose name ends with --tool (dots, dashes read as "_") is
      offered -> call it with --args;
      (Claude Code lists MCP tools by name only, behind its ToolSearch tool:
@@ -14,10 +21,11 @@ The script, per request:
   3. else (a side request: titles, quota, tool search off...) -> answer "ok".
 The driver reads the log afterwards: the tools offered and the result text.
 """
-import argparse, json, re, sys, threading, time
+import argparse, json, os, re, sys, threading, time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 CALL_ID = "call_cyberos_1"      # the scenario's call
+RETRY_ID = "call_cyberos_2"     # its retry, after the user's approval (--retry-gate)
 SEARCH_ID = "call_toolsearch_1"  # Claude Code's ToolSearch, when it defers MCP tools
 
 
@@ -29,6 +37,24 @@ def pick_tool(names, suffix):
     want = norm(suffix)
     hits = [n for n in names if norm(n).endswith(want)]
     return min(hits, key=len) if hits else None
+
+
+def after_call(has_result):
+    """The step once our call may have a result: None (not yet called), ("text", "done"),
+    or ("tool", RETRY_ID) for the retry after the harness's approval (--retry-gate)."""
+    gate = CFG.retry_gate if CFG else None
+    if gate:
+        if has_result(RETRY_ID):
+            return ("text", "done")
+        if has_result(CALL_ID):
+            # The model relays the refusal's instructions and waits for the user; the
+            # harness approves and then writes the gate file. Bounded: no gate -> "done".
+            deadline = time.monotonic() + CFG.gate_timeout
+            while not os.path.exists(gate) and time.monotonic() < deadline:
+                time.sleep(0.1)
+            return ("tool", RETRY_ID) if os.path.exists(gate) else ("text", "done")
+        return None
+    return ("text", "done") if has_result(CALL_ID) else None
 
 
 def anthropic_tool_names(body):
@@ -54,10 +80,13 @@ def anthropic_deferred(body):
 
 
 def anthropic_step(body, suffix):
-    """-> ("tool", name, input) or ("text", words)"""
-    if anthropic_has_result(body, CALL_ID):
-        return ("text", "done")
+    """-> ("tool", id, name) | ("search", id, query) | ("text", words)"""
     tool = pick_tool(anthropic_tool_names(body), suffix)
+    after = after_call(lambda i: anthropic_has_result(body, i))
+    if after and after[0] == "tool" and tool:
+        return ("tool", RETRY_ID, tool)
+    if after:
+        return ("text", "done")
     if tool:
         return ("tool", CALL_ID, tool)
     deferred = anthropic_deferred(body)
@@ -89,16 +118,58 @@ def openai_has_output(body, call_id):
 
 def openai_step(body, suffix):
     """-> ("tool", id, (namespace, name)) | ("search", id, query) | ("text", words)"""
-    if openai_has_output(body, CALL_ID):
-        return ("text", "done")
     callable_ = openai_callable(body)
     full = {(ns + "__" if ns else "") + n: (ns, n) for ns, n in callable_}
     hit = pick_tool(list(full), suffix)
+    after = after_call(lambda i: openai_has_output(body, i))
+    if after and after[0] == "tool" and hit:
+        return ("tool", RETRY_ID, full[hit])
+    if after:
+        return ("text", "done")
     if hit:
         return ("tool", CALL_ID, full[hit])
     searchable = any(t.get("type") == "tool_search" for t in body.get("tools") or [])
     if searchable and not openai_has_output(body, SEARCH_ID):
         return ("search", SEARCH_ID, "cyberos")
+    return ("text", "ok")
+
+
+def gemini_declarations(body):
+    return [d for t in body.get("tools") or [] for d in t.get("functionDeclarations") or []]
+
+
+def gemini_has_response(body, call_id):
+    """The Gemini CLI sends our functionCall.id back in its functionResponse.id."""
+    return any(isinstance(p, dict) and (p.get("functionResponse") or {}).get("id") == call_id
+               for c in body.get("contents") or [] for p in c.get("parts") or [])
+
+
+def schema_instance(schema):
+    """The smallest value a JSON schema (Gemini's OBJECT/STRING/... spelling too) accepts: the
+    Gemini CLI's side requests (model routing, next speaker...) ask for JSON output."""
+    schema = schema or {}
+    if schema.get("enum"):
+        return schema["enum"][0]
+    kind = str(schema.get("type", "object")).lower()
+    if kind == "object":
+        props = schema.get("properties") or {}
+        return {k: schema_instance(props.get(k)) for k in schema.get("required") or props}
+    return {"string": "ok", "integer": 1, "number": 1, "boolean": False, "array": []}.get(kind)
+
+
+def gemini_step(body, suffix):
+    """-> ("tool", id, name) | ("text", words)"""
+    gen = body.get("generationConfig") or {}
+    if gen.get("responseMimeType") == "application/json":
+        return ("text", json.dumps(schema_instance(gen.get("responseJsonSchema") or gen.get("responseSchema"))))
+    tool = pick_tool([d.get("name", "") for d in gemini_declarations(body)], suffix)
+    after = after_call(lambda i: gemini_has_response(body, i))
+    if after and after[0] == "tool" and tool:
+        return ("tool", RETRY_ID, tool)
+    if after:
+        return ("text", "done")
+    if tool:
+        return ("tool", CALL_ID, tool)
     return ("text", "ok")
 
 
@@ -112,7 +183,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def _log(self, body):
         with self.lock, open(self.cfg.log, "a") as f:
-            f.write(json.dumps({"path": self.path, "body": body}) + "\n")
+            f.write(json.dumps({"t": round(time.time(), 3), "path": self.path, "body": body}) + "\n")
 
     def _json(self, code, obj):
         data = json.dumps(obj).encode()
@@ -159,6 +230,10 @@ class Handler(BaseHTTPRequestHandler):
             return self.anthropic(body)
         if path.endswith("/responses"):
             return self.openai(body)
+        if path.endswith(":countTokens"):
+            return self._json(200, {"totalTokens": 100})
+        if path.endswith(":streamGenerateContent") or path.endswith(":generateContent"):
+            return self.gemini(body, stream=path.endswith(":streamGenerateContent"))
         self._json(404, {"error": {"type": "not_found", "message": "stand-in: " + path}})
 
     # ---- Anthropic Messages ------------------------------------------------
@@ -205,7 +280,7 @@ class Handler(BaseHTTPRequestHandler):
         self.think(step)
         if step[0] == "tool":
             ns, name = step[2]
-            item = {"type": "function_call", "id": "fc_standin", "call_id": CALL_ID, "name": name,
+            item = {"type": "function_call", "id": "fc_standin", "call_id": step[1], "name": name,
                     "arguments": self.cfg.args, "status": "completed"}
             if ns:
                 item["namespace"] = ns
@@ -227,17 +302,47 @@ class Handler(BaseHTTPRequestHandler):
         ])
 
 
+    # ---- Gemini API ----------------------------------------------------------
+    def gemini(self, body, stream):
+        step = gemini_step(body, self.cfg.tool)
+        self.think(step)
+        if step[0] == "tool":
+            part = {"functionCall": {"id": step[1], "name": step[2], "args": json.loads(self.cfg.args)}}
+        else:
+            part = {"text": step[1]}
+        resp = {"candidates": [{"content": {"role": "model", "parts": [part]}, "finishReason": "STOP", "index": 0}],
+                "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15},
+                "modelVersion": "stand-in", "responseId": "resp_standin"}
+        if not stream:
+            return self._json(200, resp)
+        # Gemini's SSE carries data lines only (no event names).
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream")
+        self.send_header("cache-control", "no-cache")
+        self.send_header("connection", "close")
+        self.end_headers()
+        self.wfile.write(f"data: {json.dumps(resp)}\r\n\r\n".encode())
+        self.wfile.flush()
+        self.close_connection = True
+
+
+CFG = None
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--log", required=True)
     p.add_argument("--tool", required=True, help="tool name suffix, e.g. cyberos.skill.list_skills")
     p.add_argument("--args", default="{}", help="the call's arguments as JSON")
     p.add_argument("--port-file", required=True)
+    p.add_argument("--retry-gate", help="approval scenario: retry the call once this file exists")
+    p.add_argument("--gate-timeout", type=float, default=30.0, help="seconds to wait for --retry-gate")
     p.add_argument("--final-delay", type=float, default=0.0,
                    help="seconds to 'think' before the final answer (keeps the host alive after the call)")
     a = p.parse_args()
     json.loads(a.args)
-    Handler.cfg = a
+    global CFG
+    Handler.cfg = CFG = a
     srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     srv.daemon_threads = True
     with open(a.port_file, "w") as f:

@@ -28,12 +28,14 @@ pub enum LongRunning {
 }
 
 /// Names of hosts that never poll tasks (nor let their model do it), as they send them in
-/// `clientInfo.name` and as the product of their HTTP `User-Agent`: Claude Code and the
-/// Codex CLI (both seen by tests/hosts), Claude Desktop, Cursor, VS Code, Windsurf.
+/// `clientInfo.name` and as the product of their HTTP `User-Agent`: Claude Code, the
+/// Codex CLI and the Gemini CLI (all seen by tests/hosts), Claude Desktop, Cursor, VS Code,
+/// Windsurf.
 /// `--wait-client` adds names.
 pub const WAIT_CLIENTS: &[&str] = &[
     "claude-code",
     "codex-mcp-client",
+    "gemini-cli-mcp-client",
     "claude-ai",
     "cursor-vscode",
     "Visual Studio Code",
