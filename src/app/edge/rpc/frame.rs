@@ -9,7 +9,7 @@ use serde_json::{Map, Value, json};
 
 use super::error::{INVALID_REQUEST, PARSE_ERROR, RpcError};
 use super::id::RequestId;
-use super::method::{Method, Notice};
+use super::method::{CallParams, Method, Notice};
 use crate::app::service::output::ToolOutput;
 
 /// A request from the peer.
@@ -78,7 +78,70 @@ pub struct FrameError {
 /// whatever that reader does not take (a frame that is not one object with each member
 /// once, or not JSON at all) is read as a tree, which has the last word on odd frames.
 pub fn parse_frame(bytes: &[u8]) -> Result<Incoming, FrameError> {
-    envelope::read_in_place(bytes).unwrap_or_else(|| parse_tree(bytes))
+    read_in_place(bytes).unwrap_or_else(|| parse_tree(bytes))
+}
+
+/// Reads a frame from its borrowed envelope, with the tree reader's checks in its order
+/// (id, version, method); `None` hands the frame to the tree reader.
+fn read_in_place(bytes: &[u8]) -> Option<Result<Incoming, FrameError>> {
+    let envelope = envelope::read(bytes)?;
+    let invalid = |message, id: Option<RequestId>| {
+        Some(Err(FrameError {
+            code: INVALID_REQUEST,
+            message,
+            id,
+        }))
+    };
+    let id = match envelope.id {
+        None => None,
+        Some(raw) => match RequestId::from_value(&envelope::value(raw)?) {
+            Some(id) => Some(id),
+            None => return invalid("invalid request: id must be a string or an integer", None),
+        },
+    };
+    let version = match envelope.jsonrpc {
+        Some(raw) => envelope::string(raw)?.is_some_and(|v| v == "2.0"),
+        None => false,
+    };
+    if !version {
+        return invalid("invalid request: jsonrpc must be \"2.0\"", id);
+    }
+    let Some(method) = envelope.method else {
+        let Some(id) = id else {
+            return invalid(
+                "invalid request: a message needs a method, or an id and a result",
+                None,
+            );
+        };
+        let outcome = match (envelope.result, envelope.error) {
+            (Some(r), None) => Ok(envelope::value(r)?),
+            (None, Some(e)) => Err(envelope::value(e)?),
+            _ => {
+                return invalid(
+                    "invalid request: a response needs exactly one of result and error",
+                    Some(id),
+                );
+            }
+        };
+        return Some(Ok(Incoming::Response(PeerResponse { id, outcome })));
+    };
+    let Some(name) = envelope::string(method)? else {
+        return invalid("invalid request: method must be a string", id);
+    };
+    Some(Ok(match (id, envelope.params) {
+        (Some(id), Some(params)) if name == "tools/call" => {
+            let (members, meta) = envelope::call_members(params)?;
+            let trace = TraceMeta::of(&meta);
+            let method = Method::ToolsCall(CallParams::from_members(members, meta));
+            Incoming::Request(Request { id, method, trace })
+        }
+        (Some(id), params) => {
+            Incoming::Request(Request::new(id, &name, &envelope::value_or_null(params)?))
+        }
+        (None, params) => {
+            Incoming::Notification(Notice::parse(&name, &envelope::value_or_null(params)?))
+        }
+    }))
 }
 
 /// The refusal of a frame that is not JSON.

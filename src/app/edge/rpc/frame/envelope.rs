@@ -2,6 +2,8 @@
 //! members are borrowed from the frame as raw JSON and only the ones a method uses become
 //! values, so a `ping` builds nothing and a `tools/call` builds only its arguments,
 //! where a tree of the whole frame would build every member of every request.
+//! `read_in_place` in `frame.rs` turns these members into a message with the tree
+//! reader's checks in its order (that half needs the message types, which live there).
 //!
 //! What it does not take (`None`): bytes that are not UTF-8 or not JSON, a frame that is
 //! not an object, a member given twice, `tools/call` params that are not one object with
@@ -12,8 +14,8 @@
 //! the tree reader refuses it. Every member the bridge reads is parsed as the tree reader
 //! parses it, and one it cannot parse hands the frame back.
 //!
-//! `frame/tests.rs` holds it to the tree reader: on any frame it takes, its answer is the
-//! tree reader's (`the_in_place_reader_agrees_with_the_tree_reader`).
+//! `frame/tests.rs` holds the two halves to the tree reader: on any frame they take,
+//! their answer is the tree reader's (`the_in_place_reader_agrees_with_the_tree_reader`).
 
 use std::borrow::Cow;
 
@@ -21,10 +23,7 @@ use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
-use super::super::error::INVALID_REQUEST;
-use super::super::id::RequestId;
-use super::super::method::{CallMembers, CallParams, Method, Notice};
-use super::{FrameError, Incoming, PeerResponse, Request, TraceMeta};
+use super::super::method::CallMembers;
 
 /// The members of an envelope, as sent; `Some` for a member present, even as `null`.
 #[derive(Deserialize)]
@@ -71,67 +70,8 @@ fn present_value<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Er
     Value::deserialize(d).map(Some)
 }
 
-/// Reads a frame from its borrowed envelope, with the tree reader's checks in its order
-/// (id, version, method); `None` hands the frame to the tree reader.
-pub(super) fn read_in_place(bytes: &[u8]) -> Option<Result<Incoming, FrameError>> {
-    let envelope = read(bytes)?;
-    let invalid = |message, id: Option<RequestId>| {
-        Some(Err(FrameError {
-            code: INVALID_REQUEST,
-            message,
-            id,
-        }))
-    };
-    let id = match envelope.id {
-        None => None,
-        Some(raw) => match RequestId::from_value(&value(raw)?) {
-            Some(id) => Some(id),
-            None => return invalid("invalid request: id must be a string or an integer", None),
-        },
-    };
-    let version = match envelope.jsonrpc {
-        Some(raw) => string(raw)?.is_some_and(|v| v == "2.0"),
-        None => false,
-    };
-    if !version {
-        return invalid("invalid request: jsonrpc must be \"2.0\"", id);
-    }
-    let Some(method) = envelope.method else {
-        let Some(id) = id else {
-            return invalid(
-                "invalid request: a message needs a method, or an id and a result",
-                None,
-            );
-        };
-        let outcome = match (envelope.result, envelope.error) {
-            (Some(r), None) => Ok(value(r)?),
-            (None, Some(e)) => Err(value(e)?),
-            _ => {
-                return invalid(
-                    "invalid request: a response needs exactly one of result and error",
-                    Some(id),
-                );
-            }
-        };
-        return Some(Ok(Incoming::Response(PeerResponse { id, outcome })));
-    };
-    let Some(name) = string(method)? else {
-        return invalid("invalid request: method must be a string", id);
-    };
-    Some(Ok(match (id, envelope.params) {
-        (Some(id), Some(params)) if name == "tools/call" => {
-            let (members, meta) = call_members(params)?;
-            let trace = TraceMeta::of(&meta);
-            let method = Method::ToolsCall(CallParams::from_members(members, meta));
-            Incoming::Request(Request { id, method, trace })
-        }
-        (Some(id), params) => Incoming::Request(Request::new(id, &name, &value_or_null(params)?)),
-        (None, params) => Incoming::Notification(Notice::parse(&name, &value_or_null(params)?)),
-    }))
-}
-
 /// The envelope of `bytes`, or `None` for the tree reader to answer.
-fn read(bytes: &[u8]) -> Option<Envelope<'_>> {
+pub(super) fn read(bytes: &[u8]) -> Option<Envelope<'_>> {
     let text = std::str::from_utf8(bytes).ok()?;
     // A derived struct would take an array too.
     if !text

@@ -319,7 +319,7 @@ proptest! {
         escape in any::<bool>(),
     ) {
         let text = frame_text(&members, escape);
-        if let Some(fast) = envelope::read_in_place(text.as_bytes()) {
+        if let Some(fast) = read_in_place(text.as_bytes()) {
             prop_assert_eq!(format!("{fast:?}"), format!("{:?}", parse_tree(text.as_bytes())), "{}", text);
         }
     }
@@ -334,7 +334,7 @@ fn the_common_frames_are_read_in_place() {
         r#"{"jsonrpc":"2.0","id":3,"result":{}}"#,
         r#"{"jsonrpc":"2\u002e0","id":1,"method":"p\u0069ng"}"#,
     ] {
-        let fast = envelope::read_in_place(frame.as_bytes()).expect(frame);
+        let fast = read_in_place(frame.as_bytes()).expect(frame);
         assert_eq!(
             format!("{fast:?}"),
             format!("{:?}", parse_tree(frame.as_bytes())),
@@ -347,9 +347,6 @@ fn the_common_frames_are_read_in_place() {
         "[]",
         r#"{"jsonrpc":"2.0","id":1,"id":2,"method":"ping"}"#,
     ] {
-        assert!(
-            envelope::read_in_place(frame.as_bytes()).is_none(),
-            "{frame}"
-        );
+        assert!(read_in_place(frame.as_bytes()).is_none(), "{frame}");
     }
 }
