@@ -1,9 +1,9 @@
 //! Where a serving bridge's log lines go: stderr, in batches. A request appends its
 //! formatted line to a shared buffer; a writer thread writes whatever has gathered every
-//! few milliseconds, in one `write`. Written in place, each line cost a system call
-//! under the global stderr lock, which the HTTP workers queued for; handed to a writer
-//! thread one by one (tracing-appender), each woke that thread: about 2 µs of CPU per
-//! line either way on a 2-CPU VM (bench/http.sh, `tools/call` at the default `info`).
+//! few milliseconds, in one `write`. Written in place, each line would be a system call
+//! under the global stderr lock, which the HTTP workers would queue for; handed to a
+//! writer thread one by one (tracing-appender's `non_blocking`), each line would wake
+//! that thread. Batching wakes it once per batch.
 //!
 //! stderr that is not read (a host that never drains the pipe) must not stall requests:
 //! past [`CAPACITY`] bytes waiting, lines are dropped and counted, and the count is

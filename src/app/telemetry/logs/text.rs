@@ -1,11 +1,12 @@
 //! The text log line: tracing-subscriber's full format without colours, character for
 //! character, but written piece by piece with `write_str`. The stock formatter writes
 //! every piece, and every field, through `write!` with styling wrappers (even when the
-//! styles are off), and its span fields through the same visitor: about 9k instructions
-//! of the `tool call` line and its span, of a call's 80k over HTTP. What the fast paths
-//! here do not cover (events bridged from the `log` crate, error values, strings that
-//! need escaping) is handed to tracing-subscriber's own formatter and visitor, so the
-//! output is theirs by construction; the tests hold the two side by side.
+//! styles are off), and its span fields through the same visitor; a serving bridge
+//! writes such a line, in its call span, for every tool call, so that work is on every
+//! call's path. What the fast paths here do not cover (events bridged from the `log`
+//! crate, error values, strings that need escaping) is handed to tracing-subscriber's
+//! own formatter and visitor, so the output is theirs by construction; the tests
+//! (`text/tests.rs`) hold the two side by side.
 
 use std::cell::RefCell;
 use std::fmt::{self, Write as _};
