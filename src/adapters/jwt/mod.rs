@@ -293,6 +293,10 @@ impl JwtVerifier {
         if claims.purpose.as_deref() == Some(confirm::PURPOSE) {
             return Err(refuse(TokenRejection::ConfirmationAsBearer, bearer));
         }
+        // An empty subject names nobody: sessions, approvals and confirmations bind to it.
+        if claims.sub.trim().is_empty() {
+            return Err(refuse(TokenRejection::MissingClaim("sub".into()), bearer));
+        }
         let tenant = tenant(claims.tenant_id.as_deref(), bearer)?;
         let scopes = match (claims.scope, claims.scp) {
             (Some(s), _) => Scope::parse_list(&s),

@@ -148,3 +148,52 @@ async fn each_token_sees_its_own_tenants_audit_log_only() {
     assert_eq!(entries.len(), 1);
     assert_eq!(entries[0]["body"]["secret"], "tenant-a");
 }
+
+#[tokio::test]
+async fn a_token_whose_subject_is_empty_is_refused() {
+    // Sessions, approvals and confirmations bind to the subject: an empty one names nobody.
+    let s = Server::start(&[]);
+    for sub in ["", "  "] {
+        let token = s.token_with("00000000-0000-4000-8000-000000000001", &["--sub", sub]);
+        let reply = s
+            .post(
+                Some(&token),
+                &rpc(3, "initialize", init_params("2025-11-25")),
+            )
+            .await;
+        error_body(&reply, 401, -32000, "authz_denied");
+        assert!(reply.header("mcp-session-id").is_none());
+    }
+    let named = s.token_with("00000000-0000-4000-8000-000000000001", &["--sub", "ann"]);
+    let reply = s
+        .post(
+            Some(&named),
+            &rpc(3, "initialize", init_params("2025-11-25")),
+        )
+        .await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+}
+
+#[tokio::test]
+async fn a_repeated_session_or_resume_header_is_refused() {
+    let s = Server::start(&[]);
+    let token = s.token("00000000-0000-4000-8000-000000000001", None);
+    for (name, shown) in [
+        ("mcp-session-id", "MCP-Session-Id"),
+        ("last-event-id", "Last-Event-ID"),
+    ] {
+        let reply = s
+            .post_with(
+                Some(&token),
+                rpc(4, "tools/list", json!({})).to_string(),
+                &[(name, "a"), (name, "b")],
+            )
+            .await;
+        let frame = error_body(&reply, 400, -32600, "input_validation");
+        let message = frame["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        assert!(message.contains(shown), "{message}");
+    }
+}

@@ -15,13 +15,20 @@ pub(super) const MCP_PROTOCOL_VERSION: axum::http::HeaderName =
 
 /// Headers that carry one value: a request with two of any is refused (400), so no check
 /// reads one copy while another part of the stack reads the other.
-const SINGLE: [axum::http::HeaderName; 5] = [
+const SINGLE: [axum::http::HeaderName; 7] = [
     axum::http::header::AUTHORIZATION,
     axum::http::header::HOST,
     axum::http::header::ORIGIN,
     CONTENT_TYPE,
     MCP_PROTOCOL_VERSION,
+    MCP_SESSION_ID,
+    LAST_EVENT_ID,
 ];
+
+/// `MCP-Session-Id` and `Last-Event-ID`: which session, and where a stream resumes.
+const MCP_SESSION_ID: axum::http::HeaderName =
+    axum::http::HeaderName::from_static("mcp-session-id");
+const LAST_EVENT_ID: axum::http::HeaderName = axum::http::HeaderName::from_static("last-event-id");
 
 /// The first single-value header the request repeats, if any.
 pub fn duplicated(headers: &HeaderMap) -> Option<&'static str> {
@@ -37,6 +44,8 @@ pub fn duplicated(headers: &HeaderMap) -> Option<&'static str> {
             "host" => "Host",
             "origin" => "Origin",
             "content-type" => "Content-Type",
+            "mcp-session-id" => "MCP-Session-Id",
+            "last-event-id" => "Last-Event-ID",
             _ => "MCP-Protocol-Version",
         })
 }
@@ -190,6 +199,13 @@ mod tests {
             (MCP_PROTOCOL_VERSION, "2025-11-25"),
         ]);
         assert_eq!(duplicated(&twice), Some("MCP-Protocol-Version"));
+        for (name, shown) in [
+            (MCP_SESSION_ID, "MCP-Session-Id"),
+            (LAST_EVENT_ID, "Last-Event-ID"),
+        ] {
+            let twice = headers(&[(name.clone(), "a"), (name, "b")]);
+            assert_eq!(duplicated(&twice), Some(shown));
+        }
     }
 
     #[test]

@@ -84,7 +84,7 @@ async fn answer(
             StatusCode::BAD_REQUEST,
             INVALID_REQUEST,
             format!("the {name} header appears more than once"),
-            "Send each of Authorization, Host, Origin, Content-Type and MCP-Protocol-Version at most once.",
+            "Send each of Authorization, Host, Origin, Content-Type, MCP-Protocol-Version, MCP-Session-Id and Last-Event-ID at most once.",
         );
     }
     let origin = parts
