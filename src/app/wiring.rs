@@ -5,7 +5,9 @@ use std::sync::Arc;
 
 pub use crate::app::telemetry::install::{flush_telemetry, metrics, scrape, span_export};
 
-use crate::adapters::cuo_process::{CuoSettings, ProcessCuoRunner, starting_children};
+use crate::adapters::cuo_process::{
+    CuoSettings, ProcessCuoRunner, STARTING_FOR, starting_children,
+};
 use crate::adapters::jwt::{Issuer, JwtVerifier, VerifyingKey};
 use crate::adapters::memory_http::HttpMemoryClient;
 use crate::adapters::postgres::PgStore;
@@ -37,6 +39,7 @@ async fn ports_on(config: &Config, clock: Arc<dyn Clock>) -> Result<Ports, Confi
             pass_env: config.cuo_env.clone(),
             call_timeout: config.cuo_timeout,
             starting: starting_children(),
+            starting_for: STARTING_FOR,
         },
         Arc::clone(&clock),
     );

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use cyberos_mcp_bridge::adapters::cuo_process::{CuoSettings, ProcessCuoRunner};
+use cyberos_mcp_bridge::adapters::cuo_process::{CuoSettings, ProcessCuoRunner, STARTING_FOR};
 use cyberos_mcp_bridge::adapters::skills_fs::FsSkillIndex;
 use cyberos_mcp_bridge::adapters::system_clock::SystemClock;
 use cyberos_mcp_bridge::domain::{CallCtx, DomainError, ErrorClass};
@@ -81,6 +81,7 @@ async fn the_process_adapter_over_the_bundled_runner_satisfies_the_cuo_contract(
             pass_env: Vec::new(),
             call_timeout: std::time::Duration::from_secs(10),
             starting: 1,
+            starting_for: STARTING_FOR,
         },
         Arc::new(SystemClock),
     );

@@ -1,6 +1,7 @@
 //! Run children start a few at a time (`CuoSettings::starting`): the next one waits until
-//! one that is starting writes its first line, or for 20 ms when it says nothing sooner.
-//! Hundreds of children starting at once held the bridge's own threads off the CPUs.
+//! one that is starting writes its first line, or for `starting_for` when it says nothing
+//! sooner. Hundreds of children starting at once would hold the bridge's own threads off
+//! the CPUs. The holds here are wide so that a loaded machine cannot blur the outcome.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -26,9 +27,15 @@ const PROGRESS: &str =
     r#"{"jsonrpc":"2.0","method":"progress","params":{"step":1,"total":2,"message":"up"}}"#;
 
 /// Starts `runs` workflow runs at once on a CUO that notes when each child started, runs
-/// `then` and says nothing more until its deadline; returns the start instants (ns), in
-/// order.
-async fn start_times(starting: usize, runs: usize, then: &str) -> Vec<u128> {
+/// `then` and says nothing more until the runs' deadline, `runs_for` away; a silent child
+/// counts as starting for `hold`. Returns the start instants (ns), in order.
+async fn start_times(
+    starting: usize,
+    hold: Duration,
+    runs: usize,
+    runs_for: Duration,
+    then: &str,
+) -> Vec<u128> {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("starts");
     let cuo = Arc::new(ProcessCuoRunner::new(
@@ -41,10 +48,13 @@ async fn start_times(starting: usize, runs: usize, then: &str) -> Vec<u128> {
             pass_env: Vec::new(),
             call_timeout: Duration::from_secs(5),
             starting,
+            starting_for: hold,
         },
         Arc::new(SystemClock),
     ));
-    let deadline = Timestamp::from_unix_millis(chrono::Utc::now().timestamp_millis() + 1500);
+    let deadline = Timestamp::from_unix_millis(
+        chrono::Utc::now().timestamp_millis() + runs_for.as_millis() as i64,
+    );
     let calls = (0..runs).map(|_| {
         let cuo = Arc::clone(&cuo);
         tokio::spawn(async move {
@@ -74,27 +84,30 @@ async fn start_times(starting: usize, runs: usize, then: &str) -> Vec<u128> {
 }
 
 #[tokio::test]
-async fn a_silent_starting_child_holds_the_next_one_back_for_20_ms() {
-    let times = start_times(1, 4, "").await;
+async fn a_silent_starting_child_holds_the_next_one_back() {
+    let hold = Duration::from_millis(250);
+    let times = start_times(1, hold, 4, Duration::from_secs(5), "").await;
     let gaps: Vec<u128> = times
         .windows(2)
         .map(|w| (w[1] - w[0]) / 1_000_000)
         .collect();
-    // 20 ms apart at the spawns; a shell's own start-up may shift a note by a few ms.
-    assert!(gaps.iter().all(|g| *g >= 12), "gaps in ms: {gaps:?}");
+    // 250 ms apart at the spawns; a shell's own start-up may shift a note a little.
+    assert!(gaps.iter().all(|g| *g >= 150), "gaps in ms: {gaps:?}");
 }
 
 #[tokio::test]
 async fn as_many_children_as_the_gate_allows_start_together() {
-    let times = start_times(4, 4, "").await;
+    // Held back, the fourth would start at the runs' deadline, 3 s on.
+    let times = start_times(4, Duration::from_secs(10), 4, Duration::from_secs(3), "").await;
     let spread = (times[3] - times[0]) / 1_000_000;
-    assert!(spread < 20 * 3, "the four started over {spread} ms");
+    assert!(spread < 1500, "the four started over {spread} ms");
 }
 
 #[tokio::test]
 async fn a_child_that_writes_its_first_line_lets_the_next_one_start() {
-    let times = start_times(1, 8, &format!("echo '{PROGRESS}';")).await;
+    // Held back, the second would start at the runs' deadline, 3 s on.
+    let line = format!("echo '{PROGRESS}';");
+    let times = start_times(1, Duration::from_secs(10), 8, Duration::from_secs(3), &line).await;
     let spread = (times[7] - times[0]) / 1_000_000;
-    // Held back 20 ms each, the eight would spread over 140 ms at least.
-    assert!(spread < 100, "the eight started over {spread} ms");
+    assert!(spread < 1500, "the eight started over {spread} ms");
 }

@@ -32,7 +32,7 @@ pub use connection::MAX_CHILD_LINE;
 
 /// The longest a run child counts as starting when it writes nothing sooner: a slow
 /// starter delays the next by this much at most.
-const STARTING_FOR: Duration = Duration::from_millis(20);
+pub const STARTING_FOR: Duration = Duration::from_millis(20);
 
 /// Variables a child inherits from the bridge, besides `LC_*` and `--cuo-env` names.
 const INHERITED_ENV: [&str; 5] = ["PATH", "HOME", "LANG", "TZ", "TMPDIR"];
@@ -48,6 +48,8 @@ pub struct CuoSettings {
     pub call_timeout: Duration,
     /// How many run children may be starting at once ([`starting_children`]).
     pub starting: usize,
+    /// How long a silent run child counts as starting ([`STARTING_FOR`]).
+    pub starting_for: Duration,
 }
 
 /// How many run children may be starting at once on this machine: one per CPU but one,
@@ -66,6 +68,8 @@ pub struct ProcessCuoRunner {
     shared: tokio::sync::Mutex<Option<Arc<Conn>>>,
     /// Run children starting now, at most `CuoSettings::starting` (`run`).
     starting: tokio::sync::Semaphore,
+    /// `CuoSettings::starting_for`.
+    starting_for: Duration,
     /// What a run's deadline is measured against.
     clock: Arc<dyn Clock>,
 }
@@ -97,6 +101,7 @@ impl ProcessCuoRunner {
             call_timeout: settings.call_timeout,
             shared: tokio::sync::Mutex::new(None),
             starting: tokio::sync::Semaphore::new(settings.starting.max(1)),
+            starting_for: settings.starting_for,
             clock,
         }
     }
@@ -147,7 +152,7 @@ impl ProcessCuoRunner {
         // runs started at once would hold the bridge's own threads off the CPUs
         // (`cargo bench --bench tasks` shows it in the task-handle tail). So only a few
         // children are starting at any moment: each until its first line, or for
-        // STARTING_FOR when it says nothing sooner.
+        // `starting_for` when it says nothing sooner.
         let mut starting = Some(
             self.starting
                 .acquire()
@@ -160,7 +165,7 @@ impl ProcessCuoRunner {
             .spawn(&self.spawner, Some(events))
             .await
             .map_err(|e| short_error(e, method))?;
-        let started = tokio::time::sleep(STARTING_FOR);
+        let started = tokio::time::sleep(self.starting_for);
         tokio::pin!(started);
         let _kill = KillOnDrop(Arc::clone(&conn));
         let left = Duration::from_millis(deadline.millis_since(self.clock.now()));
