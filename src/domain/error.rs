@@ -6,6 +6,9 @@
 use std::fmt;
 use std::time::Duration;
 
+/// The longest JSON pointer an input error carries, in bytes.
+const MAX_POINTER: usize = 256;
+
 /// The four classes a host can tell apart (CONTRACT §7).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ErrorClass {
@@ -194,12 +197,23 @@ impl DomainError {
         self
     }
 
-    /// Sets the JSON pointer of an input error; other classes are unchanged.
+    /// Sets the JSON pointer of an input error; other classes are unchanged. The pointer
+    /// names the client's own keys, so it is made inert and bounded like any echoed text
+    /// (a key with a control or bidi character shows it as a `\u{…}` escape).
     pub fn with_pointer(mut self, p: impl Into<String>) -> DomainError {
         if let DomainError::InputValidation { pointer, .. } = &mut self {
-            *pointer = Some(p.into());
+            let p = p.into();
+            *pointer = Some(crate::domain::text::clip(&p, MAX_POINTER).into_owned());
         }
         self
+    }
+
+    /// The JSON pointer of an input error, as [`DomainError::with_pointer`] set it.
+    pub fn pointer(&self) -> Option<&str> {
+        match self {
+            DomainError::InputValidation { pointer, .. } => pointer.as_deref(),
+            _ => None,
+        }
     }
 
     /// The class of this error.
@@ -248,6 +262,14 @@ mod tests {
         );
         assert_eq!(err.to_string(), "the memory service is unavailable");
         assert_eq!(err.class(), ErrorClass::UpstreamUnavailable);
+    }
+
+    #[test]
+    fn a_pointer_is_inert_and_bounded() {
+        let err = DomainError::invalid("bad").with_pointer("/x\u{1b}[2J\u{202e}\n");
+        assert_eq!(err.pointer(), Some("/x\\u{001b}[2J\\u{202e}\\u{000a}"));
+        let long = DomainError::invalid("bad").with_pointer(format!("/{}", "a".repeat(1000)));
+        assert_eq!(long.pointer().unwrap().len(), MAX_POINTER);
     }
 
     #[test]

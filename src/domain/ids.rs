@@ -82,18 +82,26 @@ pub(crate) fn parse_hex<const N: usize>(s: &str) -> Option<[u8; N]> {
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct TenantId(uuid::Uuid);
 
-/// The tenant id was not a UUID, or was the nil UUID.
+/// The tenant id was not a UUID in its canonical spelling, or was the nil UUID.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("tenant id is not a UUID")]
+#[error("tenant id is not a lowercase hyphenated UUID")]
 pub struct ParseTenantIdError;
 
 impl TenantId {
-    /// Parses the hyphenated UUID form. The nil UUID is nobody's tenant: an identity
+    /// Parses the canonical spelling only (lowercase, hyphenated: RFC 9562 §4), so every
+    /// tenant has one: an identity provider that compares tenant ids as strings must see
+    /// the same tenants the bridge does. The nil UUID is nobody's tenant: an identity
     /// provider that fills the claim with zeros must not make a shared tenant of them.
     pub fn parse(s: &str) -> Result<TenantId, ParseTenantIdError> {
         uuid::Uuid::try_parse(s)
             .ok()
-            .filter(|u| !u.is_nil())
+            .filter(|u| {
+                !u.is_nil()
+                    && *u
+                        .hyphenated()
+                        .encode_lower(&mut uuid::Uuid::encode_buffer())
+                        == *s
+            })
             .map(TenantId)
             .ok_or(ParseTenantIdError)
     }
@@ -289,6 +297,21 @@ mod tests {
         assert_eq!(TenantId::parse(""), Err(ParseTenantIdError));
     }
 
+    #[test]
+    fn a_tenant_id_has_one_spelling() {
+        let canonical = "0a1b2c3d-4e5f-4a6b-8c7d-8e9fa0b1c2d3";
+        assert_eq!(TenantId::parse(canonical).unwrap().to_string(), canonical);
+        for other in [
+            "0A1B2C3D-4E5F-4A6B-8C7D-8E9FA0B1C2D3",
+            "0a1b2c3d4e5f4a6b8c7d8e9fa0b1c2d3",
+            "{0a1b2c3d-4e5f-4a6b-8c7d-8e9fa0b1c2d3}",
+            "urn:uuid:0a1b2c3d-4e5f-4a6b-8c7d-8e9fa0b1c2d3",
+            " 0a1b2c3d-4e5f-4a6b-8c7d-8e9fa0b1c2d3",
+        ] {
+            assert_eq!(TenantId::parse(other), Err(ParseTenantIdError), "{other}");
+        }
+    }
+
     proptest! {
         #[test]
         fn every_task_id_round_trips(bytes in any::<[u8; 16]>()) {
@@ -300,6 +323,20 @@ mod tests {
         #[test]
         fn only_canonical_task_ids_parse(text in "(t-)?[a-z2-7A-Z0-9=]{0,30}|\\PC{0,40}") {
             if let Some(id) = TaskId::parse(&text) {
+                prop_assert_eq!(id.to_string(), text);
+            }
+        }
+
+        /// A tenant id has one spelling too, and every UUID but nil has it.
+        #[test]
+        fn only_canonical_tenant_ids_parse(
+            bytes in any::<[u8; 16]>(),
+            text in "(urn:uuid:|\\{)?[0-9a-fA-F-]{32,36}\\}?|\\PC{0,40}",
+        ) {
+            let uuid = uuid::Uuid::from_bytes(bytes);
+            let canonical = uuid.hyphenated().to_string();
+            prop_assert_eq!(TenantId::parse(&canonical).is_ok(), !uuid.is_nil());
+            if let Ok(id) = TenantId::parse(&text) {
                 prop_assert_eq!(id.to_string(), text);
             }
         }

@@ -122,7 +122,9 @@ impl TokenRejection {
             TokenRejection::WrongIssuer => "issuer not accepted".into(),
             TokenRejection::WrongAudience => "audience mismatch".into(),
             TokenRejection::MissingClaim(c) => format!("missing claim {c}"),
-            TokenRejection::BadTenant => "tenant_id missing or not a UUID".into(),
+            TokenRejection::BadTenant => {
+                "tenant_id missing or not a lowercase hyphenated UUID".into()
+            }
             TokenRejection::ConfirmationAsBearer => {
                 "a confirmation token presented as a bearer token".into()
             }

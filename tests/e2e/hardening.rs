@@ -34,11 +34,22 @@ async fn client_strings_come_back_escaped_in_messages_and_logs() {
         .await;
     for resp in [&tool, &method, &arg] {
         let text = resp["error"]["data"]["message"].as_str().unwrap();
-        assert!(inert(text), "raw control or bidi characters: {text:?}");
         assert!(
             text.contains("\\u{001b}") || text.contains("\\u{202e}"),
             "{text:?}"
         );
+    }
+    for resp in [&tool, &method, &arg] {
+        // Every string of the error: the message, data.message, the hint, the pointer.
+        let mut strings = Vec::new();
+        collect_strings(&resp["error"], &mut strings);
+        assert!(strings.len() >= 3, "{resp}");
+        for text in strings {
+            assert!(
+                inert(&text),
+                "raw control or bidi characters: {text:?} in {resp}"
+            );
+        }
     }
     let log = s.log();
     assert!(inert(&log), "raw control or bidi characters in the log");
@@ -81,6 +92,15 @@ async fn cuo_stderr_is_drained_whatever_it_writes() {
         "the non-UTF-8 line is logged lossily"
     );
     assert!(inert(&log), "raw escapes from the child reached the log");
+}
+
+fn collect_strings(value: &serde_json::Value, out: &mut Vec<String>) {
+    match value {
+        serde_json::Value::String(s) => out.push(s.clone()),
+        serde_json::Value::Array(items) => items.iter().for_each(|v| collect_strings(v, out)),
+        serde_json::Value::Object(map) => map.values().for_each(|v| collect_strings(v, out)),
+        _ => {}
+    }
 }
 
 fn tail(log: &str) -> String {

@@ -47,6 +47,13 @@ fn bad_tokens_are_all_authz_denied_without_leaking_or_panicking() {
     no_tenant.as_object_mut().unwrap().remove("tenant_id");
     let mut bad_tenant = claims(TENANT_A, ALL);
     bad_tenant["tenant_id"] = "tenant-a".into();
+    // The tenant's UUID in spellings other than its canonical one: one tenant, one string.
+    let mut upper_tenant = claims(TENANT_A, ALL);
+    upper_tenant["tenant_id"] = TENANT_A.to_uppercase().into();
+    let mut urn_tenant = claims(TENANT_A, ALL);
+    urn_tenant["tenant_id"] = format!("urn:uuid:{TENANT_A}").into();
+    let mut bare_tenant = claims(TENANT_A, ALL);
+    bare_tenant["tenant_id"] = TENANT_A.replace('-', "").into();
     let mut no_exp = claims(TENANT_A, ALL);
     no_exp.as_object_mut().unwrap().remove("exp");
     let other_key = rs256(&claims(TENANT_A, ALL), None, "rsa2.key");
@@ -84,6 +91,21 @@ fn bad_tokens_are_all_authz_denied_without_leaking_or_panicking() {
         (
             "non-UUID tenant_id",
             rs256(&bad_tenant, None, "rsa.key"),
+            "invalid token",
+        ),
+        (
+            "upper-case tenant_id",
+            rs256(&upper_tenant, None, "rsa.key"),
+            "invalid token",
+        ),
+        (
+            "urn:uuid tenant_id",
+            rs256(&urn_tenant, None, "rsa.key"),
+            "invalid token",
+        ),
+        (
+            "unhyphenated tenant_id",
+            rs256(&bare_tenant, None, "rsa.key"),
             "invalid token",
         ),
         (

@@ -39,16 +39,16 @@ impl Registry {
             return Ok(());
         };
         let (message, pointer) = violation(&error, "");
+        let err = DomainError::invalid_at(message, pointer);
         let hint = format!(
             "Fix {} to match the input schema of {} (see tools/list).",
-            if pointer.is_empty() {
-                "the arguments".to_owned()
-            } else {
-                format!("the argument at {pointer}")
+            match err.pointer() {
+                Some(p) if !p.is_empty() => format!("the argument at {p}"),
+                _ => "the arguments".to_owned(),
             },
             tool.name()
         );
-        Err(DomainError::invalid_at(message, pointer).with_hint(hint))
+        Err(err.with_hint(hint))
     }
 }
 
