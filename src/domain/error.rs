@@ -6,6 +6,8 @@
 use std::fmt;
 use std::time::Duration;
 
+use crate::domain::{Principal, Scope};
+
 /// The longest JSON pointer an input error carries, in bytes.
 const MAX_POINTER: usize = 256;
 
@@ -93,6 +95,8 @@ pub enum DomainError {
         hint: String,
         /// Scopes the token lacks, if that is the reason.
         missing_scopes: Vec<String>,
+        /// The scopes a step-up should ask for: the granted ones and the missing ones.
+        step_up: Vec<String>,
     },
     /// A dependency failed; retrying later may help.
     #[error("{message}")]
@@ -143,6 +147,21 @@ impl DomainError {
             message: message.into(),
             hint: hint.into(),
             missing_scopes: Vec::new(),
+            step_up: Vec::new(),
+        }
+    }
+
+    /// Denied because `principal` lacks `scope`; `what` is the thing that needs it (e.g.
+    /// "tool 'cyberos.memory.append_audit'").
+    pub fn missing_scope(principal: &Principal, scope: Scope, what: &str) -> DomainError {
+        let name = scope.as_str();
+        DomainError::AuthzDenied {
+            message: format!("{what} requires scope '{name}' which is not in your token"),
+            hint: format!(
+                "Re-authorise the plugin with the '{name}' scope, or have an admin grant it."
+            ),
+            missing_scopes: vec![name.to_owned()],
+            step_up: principal.step_up(scope),
         }
     }
 

@@ -27,5 +27,5 @@ pub const PROTOCOL_VERSION: &str = "2025-11-25";
 pub use error::{DomainError, ErrorClass, Upstream};
 pub use ids::{TaskId, TenantId, Timestamp, TraceId};
 pub use json::JsonText;
-pub use principal::{CallCtx, Principal, Scope, TokenRejection};
+pub use principal::{CallCtx, Principal, Scope, TokenRejection, granted_words};
 pub use tool::{Effects, TaskSupport, Tool, ToolName, ToolNaming, ToolSpec, respell};

@@ -67,13 +67,70 @@ pub struct Principal {
     pub actor: Arc<str>,
     /// The scopes the token grants that the bridge knows.
     pub scopes: Arc<[Scope]>,
+    /// Every scope word the token grants, known or not ([`granted_words`]): a step-up
+    /// challenge repeats them, so a client that replaces its scopes with the challenge's
+    /// keeps what it had.
+    pub granted: Arc<str>,
 }
 
 impl Principal {
+    /// A principal granted exactly `scopes`.
+    pub fn new(tenant: TenantId, actor: impl Into<Arc<str>>, scopes: &[Scope]) -> Principal {
+        Principal {
+            tenant,
+            actor: actor.into(),
+            scopes: scopes.into(),
+            granted: granted_words(scopes.iter().map(|s| s.as_str())),
+        }
+    }
+
     /// Whether the principal holds `scope`.
     pub fn has(&self, scope: Scope) -> bool {
         self.scopes.contains(&scope)
     }
+
+    /// The scopes to ask for when a call needs `needed`: those the token grants, then
+    /// `needed` (MCP 2025-11-25 authorization, step-up: the challenge names what the
+    /// request needs together with what is already granted).
+    pub fn step_up(&self, needed: Scope) -> Vec<String> {
+        let mut words: Vec<String> = self
+            .granted
+            .split(' ')
+            .filter(|w| !w.is_empty())
+            .map(str::to_owned)
+            .collect();
+        if !words.iter().any(|w| w == needed.as_str()) {
+            words.push(needed.as_str().to_owned());
+        }
+        words
+    }
+}
+
+/// The most bytes of scope words a principal keeps for a challenge.
+const MAX_GRANTED: usize = 1024;
+
+/// A token's scope words as a challenge may repeat them: RFC 6749 §3.3 scope tokens only
+/// (no space, quote, backslash or control character, so none can break out of the quoted
+/// `scope` parameter), each once, at most [`MAX_GRANTED`] bytes in all.
+pub fn granted_words<'a>(words: impl IntoIterator<Item = &'a str>) -> Arc<str> {
+    let mut out = String::new();
+    for word in words {
+        let valid = !word.is_empty()
+            && word
+                .bytes()
+                .all(|b| b == 0x21 || (0x23..=0x5b).contains(&b) || (0x5d..=0x7e).contains(&b));
+        if !valid || out.split(' ').any(|w| w == word) {
+            continue;
+        }
+        if out.len() + word.len() + 1 > MAX_GRANTED {
+            break;
+        }
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(word);
+    }
+    out.into()
 }
 
 /// Why a bearer token was refused. Logged precisely; the client gets a user-safe hint.
@@ -184,6 +241,31 @@ impl CallCtx {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn a_step_up_asks_for_what_is_granted_and_what_is_needed() {
+        let tenant = TenantId::parse("11111111-1111-4111-8111-111111111111").unwrap();
+        let mut p = Principal::new(tenant, "a", &[Scope::MemoryRead]);
+        p.granted = granted_words("openid cyberos:memory:read".split(' '));
+        assert_eq!(
+            p.step_up(Scope::MemoryWrite),
+            ["openid", "cyberos:memory:read", "cyberos:memory:write"]
+        );
+        assert_eq!(
+            p.step_up(Scope::MemoryRead),
+            ["openid", "cyberos:memory:read"]
+        );
+    }
+
+    #[test]
+    fn granted_words_are_scope_tokens_each_once_and_bounded() {
+        let words = granted_words(["a", "", "b\"c", "d\\e", "f\u{7f}", "é", "a", "g"]);
+        assert_eq!(&*words, "a g");
+        let many: Vec<String> = (0..500).map(|i| format!("scope-{i}")).collect();
+        let words = granted_words(many.iter().map(String::as_str));
+        assert!(words.len() <= MAX_GRANTED, "{}", words.len());
+        assert!(words.ends_with(char::is_numeric));
+    }
 
     fn word() -> impl Strategy<Value = String> {
         prop_oneof![

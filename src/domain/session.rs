@@ -77,11 +77,7 @@ mod tests {
     use super::*;
 
     fn principal(tenant: &str, actor: &str) -> Principal {
-        Principal {
-            tenant: TenantId::parse(tenant).unwrap(),
-            actor: actor.into(),
-            scopes: std::sync::Arc::from([]),
-        }
+        Principal::new(TenantId::parse(tenant).unwrap(), actor, &[])
     }
 
     #[test]

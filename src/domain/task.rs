@@ -210,6 +210,7 @@ impl TaskFailure {
                 message,
                 hint,
                 missing_scopes: Vec::new(),
+                step_up: Vec::new(),
             },
             ErrorClass::UpstreamUnavailable => DomainError::UpstreamUnavailable {
                 retry_after: None,

@@ -134,11 +134,11 @@ mod tests {
 
     fn verified(exp: u64, nbf: Option<u64>) -> Verified {
         Verified {
-            principal: Principal {
-                tenant: TenantId::parse("00000000-0000-4000-8000-000000000001").unwrap(),
-                actor: "a".into(),
-                scopes: std::sync::Arc::from([]),
-            },
+            principal: Principal::new(
+                TenantId::parse("00000000-0000-4000-8000-000000000001").unwrap(),
+                "a",
+                &[],
+            ),
             exp,
             nbf,
         }

@@ -24,7 +24,9 @@ use jsonwebtoken::{Validation, errors::ErrorKind};
 use serde::Deserialize;
 
 use crate::domain::confirm::{self, ConfirmationClaims};
-use crate::domain::{DomainError, Principal, Scope, TenantId, Timestamp, TokenRejection};
+use crate::domain::{
+    DomainError, Principal, Scope, TenantId, Timestamp, TokenRejection, granted_words,
+};
 use crate::ports::{Clock, TokenVerifier};
 use cache::{TokenKey, Verified, VerifiedTokens};
 use jwks::{Jwks, Keys};
@@ -298,15 +300,19 @@ impl JwtVerifier {
             return Err(refuse(TokenRejection::MissingClaim("sub".into()), bearer));
         }
         let tenant = tenant(claims.tenant_id.as_deref(), bearer)?;
-        let scopes = match (claims.scope, claims.scp) {
-            (Some(s), _) => Scope::parse_list(&s),
-            (None, Some(list)) => list.iter().filter_map(|w| Scope::parse(w)).collect(),
-            (None, None) => Vec::new(),
+        let (scopes, granted) = match (claims.scope, claims.scp) {
+            (Some(s), _) => (Scope::parse_list(&s), granted_words(s.split(' '))),
+            (None, Some(list)) => (
+                list.iter().filter_map(|w| Scope::parse(w)).collect(),
+                granted_words(list.iter().map(String::as_str)),
+            ),
+            (None, None) => (Vec::new(), granted_words([])),
         };
         let principal = Principal {
             tenant,
             actor: claims.sub.into(),
             scopes: scopes.into(),
+            granted,
         };
         let verified = Verified {
             principal: principal.clone(),

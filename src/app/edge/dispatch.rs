@@ -32,8 +32,8 @@ pub struct Answer {
     pub frame: String,
     /// Whether it is a result (not an error).
     pub ok: bool,
-    /// Scopes the token lacked, when the request failed for that reason (HTTP: 403).
-    pub missing_scopes: Vec<String>,
+    /// When the token lacked scopes, those a step-up asks for (HTTP: 403).
+    pub step_up: Vec<String>,
     /// The bridge is at a limit; retry after this long (HTTP: 429).
     pub retry_after: Option<Duration>,
 }
@@ -118,7 +118,7 @@ pub fn reply(app: &App, id: &RequestId, result: Result<Reply, RpcError>) -> Answ
         Ok(result) => Answer {
             frame: rpc::success(id, &result),
             ok: true,
-            missing_scopes: Vec::new(),
+            step_up: Vec::new(),
             retry_after: None,
         },
         Err(mut err) => {
@@ -127,7 +127,7 @@ pub fn reply(app: &App, id: &RequestId, result: Result<Reply, RpcError>) -> Answ
             Answer {
                 frame: rpc::failure(Some(id), &err),
                 ok: false,
-                missing_scopes: err.missing_scopes().to_vec(),
+                step_up: err.step_up().to_vec(),
                 retry_after: err.retry_after,
             }
         }

@@ -66,17 +66,8 @@ async fn run_tool(
     let trace = span.trace_id();
     let spec = tool.spec();
     if !principal.has(spec.scope) {
-        let scope = spec.scope.as_str();
-        return Err(DomainError::AuthzDenied {
-            message: format!(
-                "tool '{}' requires scope '{scope}' which is not in your token",
-                tool.name()
-            ),
-            hint: format!(
-                "Re-authorise the plugin with the '{scope}' scope, or have an admin grant it."
-            ),
-            missing_scopes: vec![scope.to_owned()],
-        });
+        let what = format!("tool '{}'", tool.name());
+        return Err(DomainError::missing_scope(principal, spec.scope, &what));
     }
     app.registry().validate(tool, call.arguments)?;
     if let Some(how) = confirmation::confirm(app, caller, principal, tool, &call).await? {

@@ -19,11 +19,7 @@ fn an_unconfirmed_audit_append_is_denied() {
 }
 
 fn principal() -> Principal {
-    Principal {
-        tenant: TenantId::parse(TENANT).unwrap(),
-        actor: "a".into(),
-        scopes: std::sync::Arc::from([]),
-    }
+    Principal::new(TenantId::parse(TENANT).unwrap(), "a", &[])
 }
 
 const TENANT: &str = "11111111-1111-4111-8111-111111111111";

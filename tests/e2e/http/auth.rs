@@ -78,7 +78,10 @@ async fn missing_and_bad_tokens_get_401_with_the_rfc_9728_challenge() {
 #[tokio::test]
 async fn a_read_only_token_gets_403_insufficient_scope_for_a_write() {
     let s = Server::start(&[]);
-    let t = s.token(LOCAL, Some("cyberos:memory:read cyberos:skill:read"));
+    let t = s.token(
+        LOCAL,
+        Some("cyberos:memory:read offline_access cyberos:skill:read bad\"word"),
+    );
     let reply = s
         .post(
             Some(&t),
@@ -104,8 +107,13 @@ async fn a_read_only_token_gets_403_insufficient_scope_for_a_write() {
         challenge.starts_with("Bearer error=\"insufficient_scope\""),
         "{challenge}"
     );
+    // What the call needs together with what the token holds, known or not, so a
+    // client that replaces its scopes with the challenge's keeps them; a word that would
+    // break the quoted parameter is left out.
     assert!(
-        challenge.contains("scope=\"cyberos:memory:write\""),
+        challenge.contains(
+            "scope=\"cyberos:memory:read offline_access cyberos:skill:read cyberos:memory:write\""
+        ),
         "{challenge}"
     );
     assert!(challenge.contains("resource_metadata=\""), "{challenge}");

@@ -377,20 +377,14 @@ impl cyberos_mcp_bridge::ports::TokenVerifier for StaticTokens {
         use cyberos_mcp_bridge::domain::{Principal, Scope, TenantId, TokenRejection};
         let tenant = TenantId::parse("00000000-0000-4000-8000-000000000001").unwrap();
         match token {
-            "full" => Ok(Principal {
-                tenant,
-                actor: "tester".into(),
-                scopes: Scope::ALL.into(),
-            }),
-            "read-only" => Ok(Principal {
-                tenant,
-                actor: "tester".into(),
-                scopes: Scope::ALL
-                    .iter()
-                    .copied()
+            "full" => Ok(Principal::new(tenant, "tester", &Scope::ALL)),
+            "read-only" => {
+                let read: Vec<Scope> = Scope::ALL
+                    .into_iter()
                     .filter(|s| s.as_str().ends_with(":read"))
-                    .collect(),
-            }),
+                    .collect();
+                Ok(Principal::new(tenant, "tester", &read))
+            }
             _ => Err(TokenRejection::BadSignature.into_error()),
         }
     }
@@ -933,11 +927,7 @@ impl TokenVerifier for TenantTokens {
                 .collect(),
             _ => return Err(TokenRejection::BadSignature.into_error()),
         };
-        Ok(Principal {
-            tenant: self.tenant,
-            actor: "alice".into(),
-            scopes: scopes.into(),
-        })
+        Ok(Principal::new(self.tenant, "alice", &scopes))
     }
     async fn verify_confirmation(&self, _: &str) -> Result<ConfirmationClaims, DomainError> {
         self.confirmation

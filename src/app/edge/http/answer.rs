@@ -45,10 +45,10 @@ pub(super) fn json_answer(
             reply::panic_frame(Some(id)),
         );
     };
-    if !answer.missing_scopes.is_empty() {
+    if !answer.step_up.is_empty() {
         let challenge = format!(
             "Bearer error=\"insufficient_scope\", scope=\"{}\", resource_metadata=\"{}\"",
-            answer.missing_scopes.join(" "),
+            answer.step_up.join(" "),
             s.resource_metadata
         );
         return reply::challenge(reply::json(StatusCode::FORBIDDEN, answer.frame), &challenge);

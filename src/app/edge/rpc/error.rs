@@ -54,6 +54,8 @@ struct Details {
     pointer: Option<String>,
     /// Scopes the token lacks (`data.missing_scopes`).
     missing_scopes: Vec<String>,
+    /// The scopes a step-up challenge asks for: granted and missing.
+    step_up: Vec<String>,
     /// Further `data` members (`supported`, `requested`, `_meta`).
     extra: Vec<(&'static str, Value)>,
 }
@@ -119,9 +121,15 @@ impl RpcError {
                     rpc.details_mut().pointer = Some(p.clone());
                 }
             }
-            DomainError::AuthzDenied { missing_scopes, .. } => {
+            DomainError::AuthzDenied {
+                missing_scopes,
+                step_up,
+                ..
+            } => {
                 if !missing_scopes.is_empty() {
-                    rpc.details_mut().missing_scopes = missing_scopes.clone();
+                    let details = rpc.details_mut();
+                    details.missing_scopes = missing_scopes.clone();
+                    details.step_up = step_up.clone();
                 }
             }
             DomainError::UpstreamUnavailable { retry_after, .. } => rpc.retry_after = *retry_after,
@@ -156,12 +164,26 @@ impl RpcError {
         self
     }
 
-    /// Scopes the token lacks, when that is why the request failed (HTTP: 403 with a
-    /// step-up challenge).
+    /// Scopes the token lacks, when that is why the request failed.
     pub fn missing_scopes(&self) -> &[String] {
         self.details
             .as_ref()
             .map_or(&[], |d| d.missing_scopes.as_slice())
+    }
+
+    /// When the token lacks scopes, the scopes a step-up asks for (HTTP: 403 with a
+    /// challenge): those granted and those missing.
+    pub fn step_up(&self) -> &[String] {
+        self.details
+            .as_ref()
+            .filter(|d| !d.missing_scopes.is_empty())
+            .map_or(&[], |d| {
+                if d.step_up.is_empty() {
+                    d.missing_scopes.as_slice()
+                } else {
+                    d.step_up.as_slice()
+                }
+            })
     }
 
     fn details_mut(&mut self) -> &mut Details {
@@ -256,6 +278,7 @@ mod tests {
             message: "m".into(),
             hint: "h".into(),
             missing_scopes: vec!["s".into()],
+            step_up: vec!["r".into(), "s".into()],
         };
         let e = RpcError::from_domain(&denied, trace);
         assert_eq!(e.code, -32000);

@@ -112,15 +112,5 @@ fn may_act_on(principal: &Principal, task: &Task) -> Result<(), DomainError> {
     if principal.has(scope) {
         return Ok(());
     }
-    Err(DomainError::AuthzDenied {
-        message: format!(
-            "this task needs scope '{}' which is not in your token",
-            scope.as_str()
-        ),
-        hint: format!(
-            "Re-authorise the plugin with the '{}' scope, or have an admin grant it.",
-            scope.as_str()
-        ),
-        missing_scopes: vec![scope.as_str().to_owned()],
-    })
+    Err(DomainError::missing_scope(principal, scope, "this task"))
 }
