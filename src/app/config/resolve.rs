@@ -118,7 +118,7 @@ impl Config {
                 "--listen {listen:?} is not an address like 127.0.0.1:8082"
             ))
         })?;
-        let metrics_listen = match options.metrics_listen.as_deref() {
+        let metrics_listen: Option<SocketAddr> = match options.metrics_listen.as_deref() {
             Some(addr) => Some(addr.parse().map_err(|_| {
                 ConfigError(format!(
                     "--metrics-listen {addr:?} is not an address like 127.0.0.1:9464"
@@ -146,6 +146,14 @@ impl Config {
         if options.dev && options.transport == Some(Transport::Http) && !listen.ip().is_loopback() {
             return Err(ConfigError(format!(
                 "--dev refuses a non-loopback --listen ({listen}); bind 127.0.0.1"
+            )));
+        }
+        if let Some(metrics) = metrics_listen
+            && options.dev
+            && !metrics.ip().is_loopback()
+        {
+            return Err(ConfigError(format!(
+                "--dev refuses a non-loopback --metrics-listen ({metrics}); bind 127.0.0.1"
             )));
         }
         if (options.jwks_url.is_some() || options.jwt_public_key.is_some())

@@ -24,9 +24,15 @@ pub fn metrics_url(log: &Receiver<String>) -> String {
 
 /// `GET url` (`http://HOST:PORT/PATH`): the status, the `Content-Type` and the body.
 pub fn get(url: &str) -> (u16, String, String) {
+    get_as(url, None)
+}
+
+/// [`get`] with `host` as the Host header instead of the URL's.
+pub fn get_as(url: &str, host_header: Option<&str>) -> (u16, String, String) {
     let rest = url.strip_prefix("http://").expect("an http:// URL");
     let (host, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
     let mut conn = std::net::TcpStream::connect(host).unwrap();
+    let host = host_header.unwrap_or(host);
     conn.set_read_timeout(Some(Duration::from_secs(10)))
         .unwrap();
     write!(

@@ -168,6 +168,41 @@ fn the_scrape_answers_only_get_metrics_and_a_taken_address_is_a_failed_start() {
 }
 
 #[test]
+fn a_loopback_scrape_answers_only_a_local_host() {
+    let (_b, url) = scraped(&[]);
+    let port = url.rsplit(':').next().unwrap().trim_end_matches("/metrics");
+    for local in [
+        format!("localhost:{port}"),
+        "127.0.0.1".into(),
+        format!("[::1]:{port}"),
+    ] {
+        let (status, _, body) = crate::support::scrape::get_as(&url, Some(&local));
+        assert_eq!(status, 200, "{local}: {body}");
+    }
+    // What a DNS-rebound page sends: its own name.
+    let (status, _, body) = crate::support::scrape::get_as(&url, Some("rebound.example:80"));
+    assert_eq!(status, 403, "{body}");
+    assert!(!body.contains("cyberos_"), "{body}");
+}
+
+#[test]
+fn dev_refuses_a_non_loopback_scrape() {
+    let out = std::process::Command::new(crate::support::binary::binary())
+        .args(["--dev", "--metrics-listen", "0.0.0.0:0"])
+        .arg("--data-dir")
+        .arg(tempfile::tempdir().unwrap().path())
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--dev refuses a non-loopback --metrics-listen"),
+        "{err}"
+    );
+}
+
+#[test]
 fn the_spans_a_down_collector_refuses_are_counted_in_the_scrape() {
     let refused = {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
