@@ -1,11 +1,32 @@
 //! Confirmation of calls with destructive or external effects (CONTRACT §5), as pure rules.
 
-use crate::domain::{DomainError, Principal, TenantId, Timestamp, TokenRejection, ToolSpec};
+use crate::domain::{
+    DomainError, Principal, TenantId, Timestamp, TokenRejection, ToolSpec, Upstream,
+};
 
 /// Longest lifetime a confirmation token may have (CONTRACT §5).
 pub const MAX_TOKEN_LIFETIME_MS: i64 = 5 * 60 * 1000;
 /// Clock skew tolerated when checking that lifetime.
 const SKEW_MS: i64 = 30 * 1000;
+/// The most live keys one tenant's ledger holds (used confirmation ids and ended
+/// sessions, each until it expires): a client ending sessions in a loop must not grow the
+/// store without bound.
+pub const LEDGER_KEYS_PER_TENANT: u32 = 10_000;
+
+/// The refusal when a tenant's ledger holds [`LEDGER_KEYS_PER_TENANT`] live keys.
+pub fn ledger_full() -> DomainError {
+    DomainError::UpstreamUnavailable {
+        upstream: Upstream::TaskStore,
+        message: "too many ended sessions and used confirmations are remembered for this tenant"
+            .into(),
+        hint: format!(
+            "The bridge remembers at most {LEDGER_KEYS_PER_TENANT} per tenant until each expires; retry later, and let idle sessions expire instead of ending each one."
+        ),
+        retry_after: Some(std::time::Duration::from_secs(60)),
+        source: None,
+    }
+}
+
 /// The `purpose` claim's value that makes a JWT a confirmation token. It keeps the two
 /// kinds apart: a bearer token is never a confirmation, and a token with this purpose is
 /// never accepted as a bearer token.

@@ -25,7 +25,7 @@ use sqlx::Connection;
 use sqlx::postgres::{PgConnectOptions, PgConnection, PgListener, PgPool, PgPoolOptions, Postgres};
 use tokio_util::sync::CancellationToken;
 
-use crate::domain::{DomainError, TaskId, TenantId, Timestamp, Upstream};
+use crate::domain::{DomainError, TaskId, TenantId, Timestamp, Upstream, confirm};
 use crate::ports::{Clock, ConfirmationLedger, StopSink};
 
 pub use migrate::migrate;
@@ -49,6 +49,8 @@ pub struct PgStore {
     waiters: Arc<waiters::Waiters>,
     /// What times the used ids and the questions.
     clock: Arc<dyn Clock>,
+    /// The most live ledger keys per tenant.
+    ledger_cap: u32,
 }
 
 struct DropCancel(CancellationToken);
@@ -83,7 +85,15 @@ impl PgStore {
             watch: Arc::new(DropCancel(CancellationToken::new())),
             waiters: Arc::default(),
             clock,
+            ledger_cap: confirm::LEDGER_KEYS_PER_TENANT,
         })
+    }
+
+    /// The store with at most `keys` live ledger keys per tenant instead of
+    /// [`confirm::LEDGER_KEYS_PER_TENANT`].
+    pub fn with_ledger_cap(mut self, keys: u32) -> PgStore {
+        self.ledger_cap = keys;
+        self
     }
 
     /// The clock's time, in the stored form.
@@ -263,6 +273,31 @@ impl ConfirmationLedger for PgStore {
             .execute(&mut *tx)
             .await
             .map_err(down)?;
+            // Counting stops at the cap: a full tenant costs no more than a cap's worth
+            // of index entries.
+            let held: i64 = sqlx::query_scalar(
+                "SELECT count(*) FROM (SELECT 1 FROM plugin_host.used_confirmations WHERE tenant_id = $1::uuid LIMIT $2) AS held",
+            )
+            .bind(tenant.to_string())
+            .bind(i64::from(self.ledger_cap))
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(down)?;
+            if held >= i64::from(self.ledger_cap) {
+                let found: Option<i32> = sqlx::query_scalar(
+                    "SELECT 1 FROM plugin_host.used_confirmations WHERE tenant_id = $1::uuid AND jti = $2",
+                )
+                .bind(tenant.to_string())
+                .bind(jti)
+                .fetch_optional(&mut *tx)
+                .await
+                .map_err(down)?;
+                tx.commit().await.map_err(down)?;
+                return match found {
+                    Some(_) => Ok(false),
+                    None => Err(confirm::ledger_full()),
+                };
+            }
             let inserted = sqlx::query(concat!(
                 "INSERT INTO plugin_host.used_confirmations (tenant_id, jti, expires_at) VALUES ($1::uuid, $2, ",
                 ts!(3),

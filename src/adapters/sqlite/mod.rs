@@ -21,7 +21,7 @@ use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
 };
 
-use crate::domain::{DomainError, TenantId, Timestamp, Upstream};
+use crate::domain::{DomainError, TenantId, Timestamp, Upstream, confirm};
 use crate::ports::{Clock, ConfirmationLedger};
 use writer::Writer;
 
@@ -43,6 +43,8 @@ pub struct SqliteStore {
     reader: SqlitePool,
     writer: Writer,
     clock: Arc<dyn Clock>,
+    /// The most live ledger keys per tenant.
+    ledger_cap: u32,
 }
 
 /// The store could not be opened or migrated.
@@ -100,7 +102,15 @@ impl SqliteStore {
             reader,
             writer,
             clock,
+            ledger_cap: confirm::LEDGER_KEYS_PER_TENANT,
         })
+    }
+
+    /// The store with at most `keys` live ledger keys per tenant instead of
+    /// [`confirm::LEDGER_KEYS_PER_TENANT`].
+    pub fn with_ledger_cap(mut self, keys: u32) -> SqliteStore {
+        self.ledger_cap = keys;
+        self
     }
 
     /// The clock's time, in the stored form.
@@ -165,6 +175,22 @@ impl ConfirmationLedger for SqliteStore {
             .execute(self.writer.now())
             .await
             .map_err(unavailable)?;
+        // Counting stops at the cap: a full tenant costs no more than a cap's worth of
+        // index entries.
+        let held: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM (SELECT 1 FROM used_confirmations WHERE tenant_id = ? LIMIT ?)",
+        )
+        .bind(tenant.to_string())
+        .bind(i64::from(self.ledger_cap))
+        .fetch_one(self.writer.now())
+        .await
+        .map_err(unavailable)?;
+        if held >= i64::from(self.ledger_cap) {
+            return match self.used(tenant, jti).await? {
+                true => Ok(false),
+                false => Err(confirm::ledger_full()),
+            };
+        }
         let inserted = sqlx::query("INSERT INTO used_confirmations (tenant_id, jti, expires_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING")
             .bind(tenant.to_string())
             .bind(jti)

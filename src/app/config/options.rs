@@ -274,7 +274,8 @@ pub struct Options {
         value_name = "MIB"
     )]
     pub http_body_budget_mib: Option<usize>,
-    /// HTTP: per-tenant rate of tools/call and tasks/*, RATE/BURST per second or off
+    /// HTTP: per-tenant rate of tools/call, tasks/*, initialize, DELETE and client
+    /// responses, RATE/BURST per second or off
     /// (default 50/100).
     #[arg(
         long,

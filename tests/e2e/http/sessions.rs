@@ -146,3 +146,61 @@ async fn forged_foreign_and_replayed_session_ids_are_refused() {
     let reply = post(&s, &token, None, &bad).await;
     assert!(reply.header(SESSION).is_none(), "{}", reply.text);
 }
+
+#[tokio::test]
+async fn opening_and_ending_sessions_and_answering_obey_the_tenant_rate() {
+    // A burst of three, then one per 100 s: the fourth is refused however slow the rest.
+    let s = Server::start(&["--http-call-rate", "0.01/3"]);
+    let token = s.token(LOCAL, None);
+    let end = |id: String| {
+        s.send(
+            s.client
+                .delete(s.url("/mcp"))
+                .bearer_auth(&token)
+                .header(SESSION, id),
+        )
+    };
+    let first = initialize(&s, &token, "loop").await;
+    let second = initialize(&s, &token, "loop").await;
+    assert_eq!(end(first).await.status, 204);
+    let refused = [
+        post(
+            &s,
+            &token,
+            None,
+            &rpc(
+                7,
+                "initialize",
+                json!({"protocolVersion": "2025-11-25",
+            "capabilities": {}, "clientInfo": {"name": "loop", "version": "1"}}),
+            ),
+        )
+        .await,
+        end(second.clone()).await,
+        // An answer to a question nobody asked: refused by the rate before the store is
+        // asked about it.
+        post(
+            &s,
+            &token,
+            Some(&second),
+            &json!({"jsonrpc": "2.0", "id": 9, "result": {}}),
+        )
+        .await,
+    ];
+    for reply in refused {
+        assert_eq!(reply.status, 429, "{}", reply.text);
+        assert!(reply.header("retry-after").is_some(), "{}", reply.text);
+        assert_eq!(
+            reply.json()["error"]["data"]["class"],
+            "upstream_unavailable"
+        );
+    }
+    // The session the refused DELETE named is still open, and the rate is per tenant.
+    assert!(
+        post(&s, &token, Some(&second), &rpc(8, "ping", json!({})))
+            .await
+            .frame()["result"]
+            .is_object()
+    );
+    initialize(&s, &s.token(OTHER, None), "other").await;
+}

@@ -8,7 +8,7 @@ use serde_json::json;
 use cyberos_mcp_bridge::domain::task::{
     OVERDUE_GRACE_MS, TaskFailure, TaskStatus, orphaned, overdue,
 };
-use cyberos_mcp_bridge::domain::{ErrorClass, TaskId, Timestamp};
+use cyberos_mcp_bridge::domain::{DomainError, ErrorClass, TaskId, Timestamp};
 use cyberos_mcp_bridge::ports::{Clock, ConfirmationLedger, SweepReport, TaskStore};
 
 use super::{
@@ -375,3 +375,48 @@ pub(crate) async fn ledger_contract(ledger: &dyn ConfirmationLedger, clock: &Tes
     assert!(ledger.claim(&a, "jti-old", past).await.unwrap());
     assert!(ledger.claim(&a, "jti-old", past).await.unwrap());
 }
+
+/// What a `ConfirmationLedger` built with a cap of [`LEDGER_CAP`] keys per tenant must do:
+/// past the cap a new key is refused as retryable (a used one is still reported used),
+/// other tenants are untouched, and expired keys make room again.
+pub(crate) async fn ledger_cap_contract(ledger: &dyn ConfirmationLedger, clock: &TestClock) {
+    let (a, b) = (tenant(), tenant());
+    clock.set(at(0));
+    let soon = at(5 * MINUTE);
+    for i in 0..LEDGER_CAP {
+        assert!(ledger.claim(&a, &format!("k-{i}"), soon).await.unwrap());
+    }
+    let full = ledger.claim(&a, "one-more", soon).await.unwrap_err();
+    assert_eq!(full.class(), ErrorClass::UpstreamUnavailable, "{full}");
+    assert!(
+        matches!(
+            full,
+            DomainError::UpstreamUnavailable {
+                retry_after: Some(_),
+                ..
+            }
+        ),
+        "{full}"
+    );
+    assert!(full.to_string().contains("too many"), "{full}");
+    assert!(
+        !ledger.claim(&a, "k-0", soon).await.unwrap(),
+        "a used key is still used"
+    );
+    assert!(
+        !ledger.used(&a, "one-more").await.unwrap(),
+        "nothing was stored"
+    );
+    assert!(
+        ledger.claim(&b, "one-more", soon).await.unwrap(),
+        "per tenant"
+    );
+    clock.set(soon.plus_millis(1));
+    assert!(
+        ledger.claim(&a, "one-more", at(10 * MINUTE)).await.unwrap(),
+        "expired keys make room"
+    );
+}
+
+/// The cap the stores under [`ledger_cap_contract`] are built with.
+pub(crate) const LEDGER_CAP: u32 = 5;

@@ -12,7 +12,7 @@ use cyberos_mcp_bridge::domain::task::TaskStatus;
 use cyberos_mcp_bridge::domain::{ErrorClass, JsonText, TaskId, Timestamp};
 use cyberos_mcp_bridge::ports::{ConfirmationLedger, StopSink, TaskStore};
 
-use super::contract::{ledger_contract, task_store_contract};
+use super::contract::{LEDGER_CAP, ledger_cap_contract, ledger_contract, task_store_contract};
 use super::limits::storage_limits_contract;
 use super::progress::progress_log_contract;
 use super::{at, outcome, running, step, task_id, tenant};
@@ -41,6 +41,16 @@ async fn the_postgres_store_keeps_the_progress_log() {
         return;
     };
     progress_log_contract(&db.store().await).await;
+}
+
+#[tokio::test]
+async fn the_postgres_ledger_holds_at_most_its_cap_per_tenant() {
+    let Some(db) = TestDb::migrated().await else {
+        return;
+    };
+    let clock = TestClock::at(at(0));
+    let store = db.store_on(clock.port()).await.with_ledger_cap(LEDGER_CAP);
+    ledger_cap_contract(&store, &clock).await;
 }
 
 #[tokio::test]

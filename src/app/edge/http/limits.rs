@@ -36,7 +36,8 @@ pub struct Limits {
     pub max_waits: usize,
     /// Requests waiting for a task per tenant.
     pub max_waits_per_tenant: usize,
-    /// Per-tenant `tools/call` and `tasks/*` rate, `None` for unlimited.
+    /// Per-tenant rate of the requests that do work or write (`tools/call`, `tasks/*`,
+    /// `initialize`, `DELETE`, client responses, resumptions), `None` for unlimited.
     pub call_rate: Option<Rate>,
     /// Deadline of a plain request (not of SSE streams or waits for a task).
     pub request_timeout: Duration,

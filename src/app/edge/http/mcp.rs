@@ -248,6 +248,12 @@ async fn post(
                 _ => resp,
             }
         }
+        // A client's answer to one of our requests writes to the store: rate limited
+        // like the requests that do.
+        Ok(Incoming::Response(_)) if let Err(wait) = s.gauges.take_call(&principal.tenant) => {
+            tracing::info!(tenant = %principal.tenant, "client response rate limited");
+            reply::rate_limited(None, &principal.tenant, wait)
+        }
         Ok(Incoming::Response(resp)) if let Some(state) = &session => {
             elicitation::deliver(s, state, resp).await
         }
@@ -287,8 +293,9 @@ async fn request(
         route,
     } = caller;
     let id = req.id.clone();
-    // Whether it is a tool or task call (rate limited), may stream (progress, or a wait
-    // for a task), and waits for a task (and so may outlive the per-request timeout).
+    // Whether it is rate limited (a tool or task call, or an `initialize`, which opens a
+    // session), may stream (progress, or a wait for a task), and waits for a task (and so
+    // may outlive the per-request timeout).
     let (call, streams, waits) = match &req.method {
         Method::ToolsCall(params) => {
             let call = params.as_ref().ok();
@@ -301,12 +308,15 @@ async fn request(
             )
         }
         Method::TasksResult(_) => (true, true, true),
-        Method::TasksGet(_) | Method::TasksList(_) | Method::TasksCancel(_) => (true, false, false),
+        Method::TasksGet(_)
+        | Method::TasksList(_)
+        | Method::TasksCancel(_)
+        | Method::Initialize(_) => (true, false, false),
         _ => (false, false, false),
     };
     if call && let Err(wait) = s.gauges.take_call(&principal.tenant) {
-        tracing::info!(tenant = %principal.tenant, "tool or task call rate limited");
-        return reply::rate_limited(&id, &principal.tenant, wait);
+        tracing::info!(tenant = %principal.tenant, "request rate limited");
+        return reply::rate_limited(Some(&id), &principal.tenant, wait);
     }
     // A wait gives its in-flight slot back for one of the tenant's few waits, so waits
     // starve neither other tenants nor plain requests.

@@ -87,15 +87,15 @@ pub fn too_many_waits(id: &RequestId, tenant: &TenantId) -> Response {
 }
 
 /// 429 + `Retry-After`: the tenant called tools or tasks faster than its rate.
-pub fn rate_limited(id: &RequestId, tenant: &TenantId, wait: Duration) -> Response {
+pub fn rate_limited(id: Option<&RequestId>, tenant: &TenantId, wait: Duration) -> Response {
     telemetry::refused(Refusal::Rate, Some(tenant));
     let err = envelope(
         ErrorClass::UpstreamUnavailable,
-        "rate limited: too many tool and task calls",
+        "rate limited: too many requests for this tenant",
         "Slow down and retry after the number of seconds in Retry-After.",
     )
     .with_retry_after(wait);
-    rpc_error(StatusCode::TOO_MANY_REQUESTS, Some(id), &err)
+    rpc_error(StatusCode::TOO_MANY_REQUESTS, id, &err)
 }
 
 /// 504: a plain request ran past the per-request deadline.

@@ -38,7 +38,7 @@ pub(super) async fn resume(s: &Shared, principal: Principal, last: &str) -> Resp
     };
     let id = origin.request.clone();
     if let Err(wait) = s.gauges.take_call(&principal.tenant) {
-        return reply::rate_limited(&id, &principal.tenant, wait);
+        return reply::rate_limited(Some(&id), &principal.tenant, wait);
     }
     let permit = match s.gauges.waits.enter(&principal.tenant) {
         Ok(wait) => Hold::Wait { _wait: wait },

@@ -110,6 +110,11 @@ pub(super) async fn end(s: &Shared, headers: &HeaderMap) -> Response {
             "Send DELETE with the MCP-Session-Id header of the session to end.",
         );
     }
+    // Ending a session writes its key to the store: rate limited like the requests that do.
+    if let Err(wait) = s.gauges.take_call(&principal.tenant) {
+        tracing::info!(tenant = %principal.tenant, "session end rate limited");
+        return reply::rate_limited(None, &principal.tenant, wait);
+    }
     let state = match open(s, headers, &principal).await {
         Ok(Some(state)) => state,
         Ok(None) => return not_found(),
@@ -126,6 +131,16 @@ pub(super) async fn end(s: &Shared, headers: &HeaderMap) -> Response {
             let mut resp = Response::new(axum::body::Body::empty());
             *resp.status_mut() = StatusCode::NO_CONTENT;
             resp
+        }
+        // The tenant's ledger is full: 429, the session stays open until it expires.
+        Err(
+            e @ DomainError::UpstreamUnavailable {
+                retry_after: Some(_),
+                ..
+            },
+        ) => {
+            let rpc = RpcError::from_domain(&e, request_trace());
+            reply::rpc_error(StatusCode::TOO_MANY_REQUESTS, None, &rpc)
         }
         Err(e) => store_down(&e),
     }
