@@ -159,7 +159,13 @@ impl ConfirmationLedger for Unavailable {
 
 #[async_trait::async_trait]
 impl ClientAnswers for Unavailable {
-    async fn open(&self, _: &TenantId, _: &QuestionKey, _: Duration) -> Result<bool, DomainError> {
+    async fn open(
+        &self,
+        _: &TenantId,
+        _: &str,
+        _: &QuestionKey,
+        _: Duration,
+    ) -> Result<bool, DomainError> {
         self.err()
     }
 

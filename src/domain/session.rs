@@ -7,9 +7,14 @@ use crate::domain::{DomainError, JsonText, Principal, TenantId, Timestamp, Upstr
 /// How long a session lives after `initialize`.
 pub const SESSION_TTL_MS: i64 = 24 * 3600 * 1000;
 
-/// Questions (elicitations) one tenant may have open at once, across instances: each holds
-/// an HTTP request and a store row for up to the elicitation wait.
+/// Questions (elicitations) one subject may have open at once, across instances: each
+/// holds an HTTP request and a store row for up to the elicitation wait. Counted per
+/// subject, so one user's open forms never keep the tenant's other users from being asked.
 pub const MAX_OPEN_QUESTIONS: u32 = 16;
+
+/// Questions one tenant may have open at once, all its subjects together: what bounds the
+/// store.
+pub const MAX_OPEN_QUESTIONS_PER_TENANT: u32 = 256;
 
 /// One of our requests to a client of an HTTP session, until it is answered: the session's
 /// nonce and our JSON-RPC request id (random, so no client can guess another's).
@@ -24,13 +29,14 @@ pub struct QuestionKey {
 /// A client's answer to one of our requests: its `result`, or its `error` object.
 pub type ClientAnswer = Result<JsonText, JsonText>;
 
-/// The refusal when a tenant already has [`MAX_OPEN_QUESTIONS`] questions open.
+/// The refusal when a subject already has [`MAX_OPEN_QUESTIONS`] questions open, or its
+/// tenant [`MAX_OPEN_QUESTIONS_PER_TENANT`].
 pub fn too_many_open_questions() -> DomainError {
     DomainError::UpstreamUnavailable {
         upstream: Upstream::TaskStore,
         message: "too many confirmations are waiting for an answer".into(),
         hint: format!(
-            "You have {MAX_OPEN_QUESTIONS} confirmation forms open, the most this bridge keeps per tenant; answer or dismiss them, then retry."
+            "At most {MAX_OPEN_QUESTIONS} confirmation forms may be open per user, and {MAX_OPEN_QUESTIONS_PER_TENANT} per tenant; answer or dismiss yours, then retry."
         ),
         retry_after: Some(std::time::Duration::from_secs(30)),
         source: None,

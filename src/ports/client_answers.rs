@@ -12,15 +12,17 @@ use crate::domain::{DomainError, TenantId, Timestamp};
 /// another's waiter.
 #[async_trait::async_trait]
 pub trait ClientAnswers: Send + Sync + 'static {
-    /// Opens question `key` of `tenant`, answerable for `open_for`; `false` (nothing
-    /// recorded) when the tenant already has
-    /// [`MAX_OPEN_QUESTIONS`](crate::domain::session::MAX_OPEN_QUESTIONS) open.
+    /// Opens question `key` of `tenant`, asked of `subject`, answerable for `open_for`;
+    /// `false` (nothing recorded) when the subject already has
+    /// [`MAX_OPEN_QUESTIONS`](crate::domain::session::MAX_OPEN_QUESTIONS) open, or the
+    /// tenant [`MAX_OPEN_QUESTIONS_PER_TENANT`](crate::domain::session::MAX_OPEN_QUESTIONS_PER_TENANT).
     ///
     /// # Errors
     /// `UpstreamUnavailable` when the store is down.
     async fn open(
         &self,
         tenant: &TenantId,
+        subject: &str,
         key: &QuestionKey,
         open_for: Duration,
     ) -> Result<bool, DomainError>;

@@ -13,7 +13,9 @@ use tokio::time::Instant;
 use super::waiters::Registered;
 use super::{Heard, PgStore, down, listen, timed, ts};
 use crate::adapters::rows::answers;
-use crate::domain::session::{ClientAnswer, MAX_OPEN_QUESTIONS, QuestionKey};
+use crate::domain::session::{
+    ClientAnswer, MAX_OPEN_QUESTIONS, MAX_OPEN_QUESTIONS_PER_TENANT, QuestionKey,
+};
 use crate::domain::{DomainError, TenantId, Timestamp};
 use crate::ports::ClientAnswers;
 
@@ -92,6 +94,7 @@ impl ClientAnswers for PgStore {
     async fn open(
         &self,
         tenant: &TenantId,
+        subject: &str,
         key: &QuestionKey,
         open_for: Duration,
     ) -> Result<bool, DomainError> {
@@ -117,26 +120,31 @@ impl ClientAnswers for PgStore {
             .execute(&mut *tx)
             .await
             .map_err(down)?;
-            let open: i64 = sqlx::query_scalar(
-                "SELECT count(*) FROM plugin_host.client_answers WHERE tenant_id = $1::uuid",
+            let (tenant_open, subject_open): (i64, i64) = sqlx::query_as(
+                "SELECT count(*), count(*) FILTER (WHERE subject = $2)
+                   FROM plugin_host.client_answers WHERE tenant_id = $1::uuid",
             )
             .bind(tenant.to_string())
+            .bind(subject)
             .fetch_one(&mut *tx)
             .await
             .map_err(down)?;
-            if open >= i64::from(MAX_OPEN_QUESTIONS) {
+            if subject_open >= i64::from(MAX_OPEN_QUESTIONS)
+                || tenant_open >= i64::from(MAX_OPEN_QUESTIONS_PER_TENANT)
+            {
                 return Ok(false);
             }
             let inserted = sqlx::query(concat!(
-                "INSERT INTO plugin_host.client_answers (tenant_id, session, request_id, expires_at)
+                "INSERT INTO plugin_host.client_answers (tenant_id, session, request_id, expires_at, subject)
                  VALUES ($1::uuid, $2, $3, ",
                 ts!(4),
-                ") ON CONFLICT DO NOTHING"
+                ", $5) ON CONFLICT DO NOTHING"
             ))
             .bind(tenant.to_string())
             .bind(&key.session)
             .bind(&key.request)
             .bind(until)
+            .bind(subject)
             .execute(&mut *tx)
             .await
             .map_err(down)?;

@@ -51,6 +51,11 @@ const MIGRATIONS: &[Migration] = &[
         description: "approvals kept for users whose host cannot ask them",
         sql: include_str!("../../../migrations/postgres/0006_approvals.sql"),
     },
+    Migration {
+        version: 7,
+        description: "open questions capped per subject",
+        sql: include_str!("../../../migrations/postgres/0007_questions_per_subject.sql"),
+    },
 ];
 
 /// Key of the advisory lock that serializes migrations of one database ("cyberos-m").

@@ -5,7 +5,9 @@ use std::time::Duration;
 
 use super::SqliteStore;
 use crate::adapters::rows::answers;
-use crate::domain::session::{ClientAnswer, MAX_OPEN_QUESTIONS, QuestionKey};
+use crate::domain::session::{
+    ClientAnswer, MAX_OPEN_QUESTIONS, MAX_OPEN_QUESTIONS_PER_TENANT, QuestionKey,
+};
 use crate::domain::{DomainError, TenantId, Timestamp, Upstream};
 use crate::ports::ClientAnswers;
 
@@ -26,6 +28,7 @@ impl ClientAnswers for SqliteStore {
     async fn open(
         &self,
         tenant: &TenantId,
+        subject: &str,
         key: &QuestionKey,
         open_for: Duration,
     ) -> Result<bool, DomainError> {
@@ -36,11 +39,14 @@ impl ClientAnswers for SqliteStore {
             .execute(self.writer.now())
             .await
             .map_err(down)?;
-        // The count and the insert are one statement, so concurrent opens cannot pass the cap.
+        // The counts and the insert are one statement, so concurrent opens cannot pass the
+        // caps.
         let inserted = sqlx::query(
-            "INSERT INTO client_answers (tenant_id, session, request_id, expires_at)
-             SELECT ?1, ?2, ?3, ?4
-              WHERE (SELECT count(*) FROM client_answers WHERE tenant_id = ?1 AND expires_at >= ?5) < ?6
+            "INSERT INTO client_answers (tenant_id, session, request_id, expires_at, subject)
+             SELECT ?1, ?2, ?3, ?4, ?7
+              WHERE (SELECT count(*) FROM client_answers
+                      WHERE tenant_id = ?1 AND subject = ?7 AND expires_at >= ?5) < ?6
+                AND (SELECT count(*) FROM client_answers WHERE tenant_id = ?1 AND expires_at >= ?5) < ?8
              ON CONFLICT DO NOTHING",
         )
         .bind(tenant.to_string())
@@ -49,6 +55,8 @@ impl ClientAnswers for SqliteStore {
         .bind(now.saturating_add(millis(open_for)))
         .bind(now)
         .bind(i64::from(MAX_OPEN_QUESTIONS))
+        .bind(subject)
+        .bind(i64::from(MAX_OPEN_QUESTIONS_PER_TENANT))
         .execute(self.writer.now())
         .await
         .map_err(down)?;

@@ -26,13 +26,14 @@ use crate::ports::{Clock, ConfirmationLedger};
 use writer::Writer;
 
 /// Migrations in order; the index + 1 is the schema version.
-const MIGRATIONS: [&str; 6] = [
+const MIGRATIONS: [&str; 7] = [
     include_str!("../../../migrations/sqlite/0001_audit.sql"),
     include_str!("../../../migrations/sqlite/0002_confirmations.sql"),
     include_str!("../../../migrations/sqlite/0003_tasks.sql"),
     include_str!("../../../migrations/sqlite/0004_client_answers.sql"),
     include_str!("../../../migrations/sqlite/0005_task_progress.sql"),
     include_str!("../../../migrations/sqlite/0006_approvals.sql"),
+    include_str!("../../../migrations/sqlite/0007_questions_per_subject.sql"),
 ];
 
 /// The embedded SQLite store: writes through one connection (`writer`), reads on a pool

@@ -44,6 +44,8 @@ pub struct AnswerRoute {
     pub tenant: TenantId,
     /// The session's nonce.
     pub session: String,
+    /// The session's subject, whom the questions are asked of.
+    pub subject: String,
 }
 
 /// A question whose wait has not ended: when the wait is dropped instead (the client
@@ -290,7 +292,11 @@ impl Session {
             request: id.to_text(),
         };
         // Opened before it is sent, so its answer finds it.
-        if !route.answers.open(&route.tenant, &key, wait).await? {
+        if !route
+            .answers
+            .open(&route.tenant, &route.subject, &key, wait)
+            .await?
+        {
             return Err(too_many_open_questions());
         }
         let mut open = Open(Some((route, key)));

@@ -286,7 +286,7 @@ async fn a_question_whose_stream_the_client_closed_no_longer_counts_against_the_
     let s = Server::start(&[]);
     let token = s.token(LOCAL, None);
     let id = initialize(&s, &token, "my-agent").await;
-    // The tenant's cap, filled and then given up by the client.
+    // The user's cap, filled and then given up by the client.
     let mut calls = Vec::new();
     for n in 0..MAX_OPEN_QUESTIONS {
         let mut call = Call::start(&s, &token, &id, note(n)).await;
@@ -306,9 +306,15 @@ async fn a_question_whose_stream_the_client_closed_no_longer_counts_against_the_
         data["hint"]
             .as_str()
             .unwrap()
-            .contains("16 confirmation forms open"),
+            .contains("16 confirmation forms may be open per user"),
         "{frame}"
     );
+    // The cap is this user's: another user of the tenant is still asked.
+    let bob = s.token_with(LOCAL, &["--sub", "bob"]);
+    let bobs = initialize(&s, &bob, "my-agent").await;
+    let mut other = Call::start(&s, &bob, &bobs, note(98)).await;
+    other.question().await;
+    drop(other);
     drop(calls);
     // Each closed stream closes its question, well before the 5-minute wait ends.
     let mut call = wait_for_async(Duration::from_secs(10), async || {
@@ -342,7 +348,11 @@ async fn a_running_bridge_sweeps_the_expired_question_of_a_dead_instance() {
         request: "cyberos-e-dead".into(),
     };
     let tenant = TenantId::parse(LOCAL).unwrap();
-    assert!(dead.open(&tenant, &key, Duration::ZERO).await.unwrap());
+    assert!(
+        dead.open(&tenant, "someone", &key, Duration::ZERO)
+            .await
+            .unwrap()
+    );
     drop(dead);
     let options = sqlx::sqlite::SqliteConnectOptions::new().filename(&path);
     let mut db = sqlx::SqliteConnection::connect_with(&options)

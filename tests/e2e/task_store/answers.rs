@@ -1,7 +1,7 @@
 //! The `ClientAnswers` contract, on the embedded SQLite store and on Postgres (where the
 //! waiter and the delivery also run on two stores, as on two instances): an answer reaches
 //! only the question of its own tenant and session, once, while it is open; a tenant's
-//! open questions are capped; the sweep deletes every tenant's expired questions. The
+//! open questions are capped per subject and per tenant; the sweep deletes every tenant's expired questions. The
 //! stores tell the time by a test clock, long past, which the contract moves: a store
 //! that read the system's clock instead would find every question expired, or none.
 
@@ -9,7 +9,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use cyberos_mcp_bridge::adapters::sqlite::SqliteStore;
-use cyberos_mcp_bridge::domain::session::{ClientAnswer, MAX_OPEN_QUESTIONS, QuestionKey};
+use cyberos_mcp_bridge::domain::session::{
+    ClientAnswer, MAX_OPEN_QUESTIONS, MAX_OPEN_QUESTIONS_PER_TENANT, QuestionKey,
+};
 use cyberos_mcp_bridge::domain::{JsonText, TenantId};
 use cyberos_mcp_bridge::ports::{ClientAnswers, Clock};
 
@@ -18,6 +20,7 @@ use crate::support::fakes::TestClock;
 use crate::support::pg::TestDb;
 
 const OPEN: Duration = Duration::from_secs(300);
+const ALICE: &str = "alice";
 const OPEN_MS: i64 = 300_000;
 
 fn key(session: &str) -> QuestionKey {
@@ -45,8 +48,8 @@ async fn isolation(
     b: TenantId,
 ) {
     let k = key("s1");
-    assert!(waiter.open(&a, &k, OPEN).await.unwrap());
-    assert!(deliverer.open(&b, &k, OPEN).await.unwrap());
+    assert!(waiter.open(&a, ALICE, &k, OPEN).await.unwrap());
+    assert!(deliverer.open(&b, ALICE, &k, OPEN).await.unwrap());
     let waiting = {
         let (waiter, k) = (Arc::clone(&waiter), k.clone());
         tokio::spawn(async move { waiter.wait(&a, &k, Duration::from_secs(10)).await })
@@ -83,7 +86,7 @@ pub(crate) async fn answers_contract(
     let (a, b) = (tenant(), tenant());
     // Answered once, under its own session only; the waiter takes it and closes it.
     let k = key("s1");
-    assert!(store.open(&a, &k, OPEN).await.unwrap());
+    assert!(store.open(&a, ALICE, &k, OPEN).await.unwrap());
     let astray = QuestionKey {
         session: "s2".into(),
         ..k.clone()
@@ -99,7 +102,7 @@ pub(crate) async fn answers_contract(
     assert!(!store.deliver(&a, &k, &said("late")).await.unwrap());
     // A wait that ends unanswered closes the question.
     let k = key("s1");
-    assert!(store.open(&a, &k, OPEN).await.unwrap());
+    assert!(store.open(&a, ALICE, &k, OPEN).await.unwrap());
     assert_eq!(
         store
             .wait(&a, &k, Duration::from_millis(200))
@@ -111,7 +114,7 @@ pub(crate) async fn answers_contract(
     // A question takes its answer until its wait has passed on the clock, that very
     // millisecond included; an expired one takes none.
     let k = key("s1");
-    assert!(store.open(&a, &k, OPEN).await.unwrap());
+    assert!(store.open(&a, ALICE, &k, OPEN).await.unwrap());
     clock.advance_ms(OPEN_MS);
     assert!(store.deliver(&a, &k, &said("in time")).await.unwrap());
     assert_eq!(
@@ -119,34 +122,67 @@ pub(crate) async fn answers_contract(
         Some(said("in time"))
     );
     let k = key("s1");
-    assert!(store.open(&a, &k, OPEN).await.unwrap());
+    assert!(store.open(&a, ALICE, &k, OPEN).await.unwrap());
     clock.advance_ms(OPEN_MS + 1);
     assert!(!store.deliver(&a, &k, &said("late")).await.unwrap());
     assert_eq!(store.wait(&a, &k, Duration::ZERO).await.unwrap(), None);
     // Tenants are isolated, also between two stores (two instances).
     isolation(Arc::clone(&store), Arc::clone(&other), a, b).await;
-    // The cap counts open questions per tenant.
+    // The cap counts open questions per subject: one user's open forms leave the
+    // tenant's other users their own.
     let c = tenant();
     let keys: Vec<QuestionKey> = (0..MAX_OPEN_QUESTIONS).map(|_| key("s1")).collect();
     for k in &keys {
-        assert!(store.open(&c, k, OPEN).await.unwrap());
+        assert!(store.open(&c, ALICE, k, OPEN).await.unwrap());
     }
-    assert!(!store.open(&c, &key("s1"), OPEN).await.unwrap());
+    assert!(!store.open(&c, ALICE, &key("s1"), OPEN).await.unwrap());
+    let bobs = key("s2");
+    assert!(
+        store.open(&c, "bob", &bobs, OPEN).await.unwrap(),
+        "another subject"
+    );
+    assert_eq!(store.wait(&c, &bobs, Duration::ZERO).await.unwrap(), None);
     let kb = key("s1");
-    assert!(store.open(&b, &kb, OPEN).await.unwrap());
+    assert!(store.open(&b, ALICE, &kb, OPEN).await.unwrap());
     assert_eq!(
         store.wait(&c, &keys[0], Duration::ZERO).await.unwrap(),
         None
     );
-    assert!(store.open(&c, &key("s1"), OPEN).await.unwrap());
+    assert!(store.open(&c, ALICE, &key("s1"), OPEN).await.unwrap());
     assert_eq!(store.wait(&b, &kb, Duration::ZERO).await.unwrap(), None);
     // Questions whose wait has passed no longer count, though nobody closed them.
-    assert!(!store.open(&c, &key("s1"), OPEN).await.unwrap());
+    assert!(!store.open(&c, ALICE, &key("s1"), OPEN).await.unwrap());
     clock.advance_ms(OPEN_MS + 1);
     for _ in 0..MAX_OPEN_QUESTIONS {
-        assert!(store.open(&c, &key("s1"), OPEN).await.unwrap());
+        assert!(store.open(&c, ALICE, &key("s1"), OPEN).await.unwrap());
     }
-    assert!(!store.open(&c, &key("s1"), OPEN).await.unwrap());
+    assert!(!store.open(&c, ALICE, &key("s1"), OPEN).await.unwrap());
+    // And per tenant, all its subjects together.
+    let f = tenant();
+    let per_subject = MAX_OPEN_QUESTIONS;
+    for n in 0..MAX_OPEN_QUESTIONS_PER_TENANT / per_subject {
+        for _ in 0..per_subject {
+            assert!(
+                store
+                    .open(&f, &format!("user-{n}"), &key("s1"), OPEN)
+                    .await
+                    .unwrap()
+            );
+        }
+    }
+    assert!(
+        !store
+            .open(&f, "a-newcomer", &key("s1"), OPEN)
+            .await
+            .unwrap()
+    );
+    assert!(
+        store
+            .open(&b, "a-newcomer", &key("s1"), OPEN)
+            .await
+            .unwrap(),
+        "per tenant"
+    );
     sweep(&*store, clock).await;
 }
 
@@ -155,9 +191,9 @@ pub(crate) async fn answers_contract(
 async fn sweep(store: &dyn ClientAnswers, clock: &TestClock) {
     let (d, e) = (tenant(), tenant());
     let live = key("s1");
-    assert!(store.open(&e, &live, OPEN).await.unwrap());
+    assert!(store.open(&e, ALICE, &live, OPEN).await.unwrap());
     let dead = key("s1");
-    assert!(store.open(&d, &dead, Duration::ZERO).await.unwrap());
+    assert!(store.open(&d, ALICE, &dead, Duration::ZERO).await.unwrap());
     clock.advance_ms(1);
     let now = || clock.now();
     assert_eq!(store.sweep(now()).await.unwrap(), 1, "the expired question");

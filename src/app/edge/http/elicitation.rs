@@ -33,6 +33,7 @@ pub(super) fn route(
         answers: s.app.ports().answers.clone(),
         tenant: state.tenant,
         session: state.nonce.clone(),
+        subject: state.subject.clone(),
     })
 }
 
