@@ -93,3 +93,39 @@ fn a_client_with_elicitation_is_asked_and_only_a_yes_confirms() {
         }
     }
 }
+
+#[test]
+fn questions_past_the_in_flight_cap_are_still_answered() {
+    use cyberos_mcp_bridge::app::edge::stdio::MAX_IN_FLIGHT;
+    let mut b = Bridge::spawn(&[]);
+    let mut params = init_params("2025-11-25");
+    params["capabilities"]["elicitation"] = json!({"form": {}});
+    b.request("initialize", params);
+    b.notify("notifications/initialized", json!({}));
+    // More calls than may run at once, each waiting for the user: the answers come after
+    // them, and only reading them frees a slot for the calls past the cap.
+    let calls = MAX_IN_FLIGHT + 76;
+    for _ in 0..calls {
+        b.send_request(
+            "tools/call",
+            json!({"name": "cyberos.memory.append_audit", "arguments": {"kind": "note", "body": {}}}),
+        );
+    }
+    let (mut asked, mut answered) = (0, 0);
+    while answered < calls {
+        let frame = b.recv();
+        if frame["method"] == "elicitation/create" {
+            asked += 1;
+            let yes = json!({"action": "accept", "content": {"confirm": true}});
+            b.send(&json!({"jsonrpc": "2.0", "id": frame["id"], "result": yes}));
+        } else {
+            // Confirmed by the user's answer, not refused when the question went unread.
+            assert!(
+                frame["result"]["structuredContent"]["audit_id"].is_string(),
+                "{frame}"
+            );
+            answered += 1;
+        }
+    }
+    assert_eq!(asked, calls);
+}
