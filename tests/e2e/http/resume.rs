@@ -213,6 +213,32 @@ async fn a_waiting_call_cut_mid_way_resumes_on_the_same_instance() {
 }
 
 #[tokio::test]
+async fn a_stream_whose_first_progress_comes_at_once_is_resumable_from_it() {
+    // The first step well inside the time a quick answer is waited for, so the stream
+    // starts with a progress event the handler sent before it named its task.
+    let paced = paced(100);
+    let s = Server::start(&["--cuo-command", &paced, "--long-running", "wait"]);
+    let t = s.token(LOCAL, None);
+    let body = rpc(
+        42,
+        "tools/call",
+        json!({"name": "cyberos.cuo.execute_workflow", "arguments": architect(), "_meta": {"progressToken": "p-42"}}),
+    );
+    let resp = crate::support::http_server::open_stream(&s.client, s.url("/mcp"), &t, &body).await;
+    assert_eq!(resp.status(), 200);
+    let seen = read_events(resp, |e| progress_count(e) == 1).await;
+    // Every event carries a resumable id: the priming one and the first step's.
+    assert!(seen[0].1.is_empty(), "a priming event first: {seen:?}");
+    assert!(seen[0].0.starts_with("t-"), "{seen:?}");
+    assert_eq!(steps(&seen, &json!("p-42")), [1], "{seen:?}");
+    let resumed = resume(&s, &t, &seen.last().unwrap().0, &[]).await;
+    assert_eq!(resumed.status, 200, "{}", resumed.text);
+    let (steps, answer) = steps_and_answer(&resumed.events(), &json!("p-42"));
+    assert_eq!(steps, (2..=STEPS).collect::<Vec<_>>());
+    assert_eq!(answer["id"], 42);
+}
+
+#[tokio::test]
 async fn a_waiting_call_cut_mid_way_resumes_on_another_instance_of_the_same_postgres() {
     let Some(url) = std::thread::spawn(crate::support::pg::database_url)
         .join()

@@ -6,8 +6,9 @@
 //! A stream that waits for a task is resumable (`event_id`): its priming event is sent
 //! once the handler names the task, each progress event's id carries its step, and a
 //! `GET` with `Last-Event-ID` (`resume`) continues it from the task's durable progress
-//! log on any instance. Other events (and other streams) keep ids of the form
-//! `<random stream name>-<n>`, which resume nothing.
+//! log on any instance; a notification sent before the task is named waits for the
+//! priming event, so it gets a resumable id too. Other events (and other streams) keep
+//! ids of the form `<random stream name>-<n>`, which resume nothing.
 //!
 //! On shutdown a stream waits for a run of this instance until [`LAST_CALL`]; one that
 //! follows a run elsewhere is handed over at once (`retry`, no response) to be resumed
@@ -97,6 +98,8 @@ pub(super) fn stream(s: &Shared, feed: Feed, first: Option<String>, id: RequestI
         name: hex_lower(&crate::support::random::random_bytes::<8>()),
         next: 0,
         resumable,
+        naming: false,
+        early: Vec::new(),
     };
     let stop = Stop {
         shutdown: s.shutdown.clone(),
@@ -120,7 +123,15 @@ struct Stream {
     name: String,
     next: u64,
     resumable: Option<Resumable>,
+    /// The handler has yet to name the task of this resumable stream: notifications wait
+    /// in `early`, so that every event of the stream carries a resumable id.
+    naming: bool,
+    early: Vec<String>,
 }
+
+/// The most notifications kept while a resumable stream waits for its task to be named;
+/// past it they go out with plain ids.
+const MAX_EARLY: usize = 64;
 
 impl Stream {
     /// Sends one event with a plain id; `false` when the client has gone.
@@ -143,19 +154,42 @@ impl Stream {
         self.resumable.as_ref().and_then(|r| r.task)
     }
 
-    /// The handler named the task: the priming event of the resumable stream.
+    /// The handler named the task: the priming event of the resumable stream, then the
+    /// notifications that came before it.
     async fn named(&mut self, task: TaskId) -> bool {
+        self.naming = false;
         let Some(r) = self.resumable.as_mut() else {
             return true;
         };
         r.task = Some(task);
         let id = r.id(task, r.seq);
-        self.emit(Some(&id), "").await
+        self.emit(Some(&id), "").await && self.flush_early().await
+    }
+
+    /// The handler will not name a task (it answered without one): the notifications
+    /// kept for it go out with plain ids.
+    async fn unnamed(&mut self) -> bool {
+        self.naming = false;
+        self.flush_early().await
+    }
+
+    async fn flush_early(&mut self) -> bool {
+        for frame in std::mem::take(&mut self.early) {
+            if !self.notify(&frame).await {
+                return false;
+            }
+        }
+        true
     }
 
     /// A notification from the handler: a progress event of the stream's task gets the
     /// resumable id of its step (one already sent is dropped); any other, a plain id.
+    /// Before the task is named it waits, up to [`MAX_EARLY`] of them.
     async fn notify(&mut self, frame: &str) -> bool {
+        if self.naming && self.early.len() < MAX_EARLY {
+            self.early.push(frame.to_owned());
+            return true;
+        }
         let Some(task) = self.task() else {
             return self.send(frame).await;
         };
@@ -261,6 +295,7 @@ async fn pump(
     _permit: Hold,
 ) {
     let mut named = stream.resumable.as_mut().and_then(|r| r.named.take());
+    stream.naming = named.is_some();
     if stream.resumable.is_none() && !stream.send("").await {
         return;
     }
@@ -278,7 +313,12 @@ async fn pump(
             biased;
             told = async { named.as_mut().expect("guarded").await }, if named.is_some() => {
                 named = None;
-                let Ok(task) = told else { continue };
+                let Ok(task) = told else {
+                    if !stream.unnamed().await {
+                        return;
+                    }
+                    continue;
+                };
                 if !stream.named(task).await {
                     return;
                 }
@@ -290,9 +330,11 @@ async fn pump(
             }
             outcome = &mut work => {
                 // The task may be named only now (a quick one): prime before its events.
-                if let Some(Ok(task)) = named.take().map(|mut rx| rx.try_recv())
-                    && !stream.named(task).await
-                {
+                let primed = match named.take().map(|mut rx| rx.try_recv()) {
+                    Some(Ok(task)) => stream.named(task).await,
+                    _ => stream.unnamed().await,
+                };
+                if !primed {
                     return;
                 }
                 while let Ok(frame) = outbound.try_recv() {
