@@ -5,7 +5,9 @@
 //! key the IdP removes stops verifying within that time. A failed refresh (IdP down, a
 //! non-2xx answer, a body that is not a JWKS or holds no usable signing key) keeps the
 //! last good set and is retried within [`RETRY_MAX`]. An unknown `kid` also triggers a
-//! refetch, at most one per [`REFETCH_EVERY`]. A set that differs from the last one
+//! refetch, at most one per [`REFETCH_EVERY`]: within that window of the last fetch, the
+//! token waits for the window to end and the refetch, so a key rotated in just after a
+//! fetch verifies at most that much later instead of being refused. A set that differs from the last one
 //! empties the verified-token cache (`cache.rs`).
 
 use std::sync::{Arc, Mutex, Once, OnceLock, Weak};
@@ -120,8 +122,13 @@ impl Jwks {
         if last_now != last && has_kid(&keys, kid) {
             return Ok(keys);
         }
-        if last_now.is_some_and(|t| t.elapsed() < REFETCH_EVERY) {
-            return Ok(keys);
+        // A key the IdP published just after the last fetch (a rotation) is not refused:
+        // the rest of the rate limit's window is waited out once, with the turn held, so
+        // fetches stay one per window however many tokens wait.
+        if let Some(t) = last_now
+            && t.elapsed() < REFETCH_EVERY
+        {
+            tokio::time::sleep_until((t + REFETCH_EVERY).into()).await;
         }
         match inner.refresh().await {
             Ok(()) => Ok(inner.cached().0),
