@@ -139,7 +139,8 @@ fn describe_limits(l: &Limits) -> String {
         None => "no call rate limit".into(),
     };
     format!(
-        "{} requests in flight, {} MiB of bodies, {} waits ({} per tenant), {rate}, {} ms request timeout",
+        "{} connections, {} requests in flight, {} MiB of bodies, {} waits ({} per tenant), {rate}, {} ms request timeout",
+        l.max_connections,
         l.max_inflight,
         l.body_budget / (1024 * 1024),
         l.max_waits,
@@ -310,6 +311,7 @@ fn resolved(c: &Config) -> Vec<Setting> {
     let given = &c.http_limits;
     match Limits::from_options(given) {
         Ok(l) => {
+            put("http-max-connections", json!(l.max_connections));
             put("http-max-inflight", json!(l.max_inflight));
             put("http-max-waits", json!(l.max_waits));
             put("http-max-waits-per-tenant", json!(l.max_waits_per_tenant));
@@ -324,6 +326,7 @@ fn resolved(c: &Config) -> Vec<Setting> {
             );
         }
         Err(_) => {
+            put("http-max-connections", json!(given.max_connections));
             put("http-max-inflight", json!(given.max_inflight));
             put("http-max-waits", json!(given.max_waits));
             put(

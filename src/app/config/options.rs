@@ -247,6 +247,15 @@ pub struct Options {
         value_name = "N"
     )]
     pub max_stored_tasks_per_tenant: Option<u32>,
+    /// HTTP: open connections at once; past it a new one gets 503 and is closed (default:
+    /// what the file-descriptor limit allows, less a reserve for the store and children).
+    #[arg(
+        long,
+        global = true,
+        env = "CYBEROS_HTTP_MAX_CONNECTIONS",
+        value_name = "N"
+    )]
+    pub http_max_connections: Option<usize>,
     /// HTTP: requests in flight at once, all clients (default 1024).
     #[arg(
         long,
@@ -349,6 +358,7 @@ impl Options {
             max_tasks_per_tenant,
             max_cuo_children,
             max_stored_tasks_per_tenant,
+            http_max_connections,
             http_max_inflight,
             http_max_waits,
             http_max_waits_per_tenant,

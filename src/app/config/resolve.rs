@@ -14,6 +14,7 @@ use crate::domain::task::DEFAULT_MAX_STORED_PER_TENANT;
 /// The HTTP load limits as given (`--http-*`); `http::limits::Limits` checks their ranges.
 #[derive(Debug, Clone, Default)]
 pub struct HttpLimitOptions {
+    pub max_connections: Option<usize>,
     pub max_inflight: Option<usize>,
     pub max_waits: Option<usize>,
     pub max_waits_per_tenant: Option<usize>,
@@ -238,6 +239,7 @@ impl Config {
                 "--max-stored-tasks-per-tenant",
             )?,
             http_limits: HttpLimitOptions {
+                max_connections: options.http_max_connections,
                 max_inflight: options.http_max_inflight,
                 max_waits: options.http_max_waits,
                 max_waits_per_tenant: options.http_max_waits_per_tenant,

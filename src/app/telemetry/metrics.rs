@@ -51,7 +51,7 @@ pub enum Refusal {
     Auth,
     /// The tenant's call rate or waits (429).
     Rate,
-    /// Load shed: in-flight cap or body budget (503).
+    /// Load shed: the connection cap, the in-flight cap or the body budget (503).
     Shed,
     /// The body is too large (413).
     Size,

@@ -196,6 +196,7 @@ fn app(post: &Post) -> Routes {
         },
         authorization_servers: vec![],
         limits: Limits {
+            max_connections: 64,
             max_inflight: if post.no_slots { 0 } else { 64 },
             body_budget: if post.no_budget { 0 } else { 64 * 1024 * 1024 },
             max_waits: 64,

@@ -140,3 +140,90 @@ async fn a_tenant_at_its_task_cap_gets_429_with_retry_after() {
     let other = s.token("bbbbbbbb-0000-4000-8000-00000000000b", None);
     assert_eq!(s.post(Some(&other), &start).await.status, 200);
 }
+
+/// A raw HTTP/1.1 exchange on `conn`: one `ping`, kept alive; the response head and body.
+fn ping_on(conn: &mut std::net::TcpStream, addr: &str, token: &str) -> String {
+    let body = rpc(1, "ping", json!({})).to_string();
+    write!(
+        conn,
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+         Accept: application/json\r\nAuthorization: Bearer {token}\r\n\
+         Content-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    // Until the whole body is in: the head's Content-Length says how much that is.
+    loop {
+        let n = conn.read(&mut buf).unwrap();
+        got.extend_from_slice(&buf[..n]);
+        let text = String::from_utf8_lossy(&got).into_owned();
+        if let Some((head, rest)) = text.split_once("\r\n\r\n") {
+            let length = head
+                .lines()
+                .find_map(|l| {
+                    l.to_ascii_lowercase()
+                        .strip_prefix("content-length:")
+                        .map(|v| v.trim().parse::<usize>().unwrap())
+                })
+                .unwrap_or(0);
+            if rest.len() >= length || n == 0 {
+                return text;
+            }
+        }
+        if n == 0 {
+            return text;
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_connection_past_the_cap_gets_503_with_retry_after_and_is_closed() {
+    let s = Server::start(&["--http-max-connections", "2"]);
+    let t = s.token(LOCAL, None);
+    let addr = s.base.trim_start_matches("http://").to_owned();
+    let served = tokio::task::spawn_blocking(move || {
+        let connect = || {
+            let c = std::net::TcpStream::connect(&addr).unwrap();
+            c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+            c
+        };
+        // Two connections kept open: the cap.
+        let mut open: Vec<_> = (0..2).map(|_| connect()).collect();
+        for c in &mut open {
+            let answer = ping_on(c, &addr, &t);
+            assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+        }
+        // The third is answered at once, with a JSON-RPC error, and closed.
+        let mut third = connect();
+        let answer = ping_on(&mut third, &addr, &t);
+        assert!(answer.starts_with("HTTP/1.1 503"), "{answer}");
+        assert!(answer.contains("retry-after: 1"), "{answer}");
+        let body: serde_json::Value =
+            serde_json::from_str(answer.split_once("\r\n\r\n").unwrap().1).unwrap();
+        assert_eq!(
+            body["error"]["data"]["class"], "upstream_unavailable",
+            "{body}"
+        );
+        assert!(body["error"]["data"]["trace_id"].is_string(), "{body}");
+        let mut rest = Vec::new();
+        assert_eq!(
+            third.read_to_end(&mut rest).unwrap(),
+            0,
+            "closed after the answer"
+        );
+        // A connection that ends frees its place.
+        drop(open.pop());
+        crate::support::poll(Duration::from_secs(10), || {
+            let answer = ping_on(&mut connect(), &addr, &t);
+            if answer.starts_with("HTTP/1.1 200") {
+                Ok(())
+            } else {
+                Err(answer)
+            }
+        })
+        .unwrap();
+    });
+    served.await.unwrap();
+}

@@ -28,6 +28,8 @@ const MIB: usize = 1024 * 1024;
 /// The limits of one listener.
 #[derive(Debug, Clone)]
 pub struct Limits {
+    /// Open connections; past it a new one is answered 503 and closed.
+    pub max_connections: usize,
     /// Requests in flight across all clients (SSE streams included).
     pub max_inflight: usize,
     /// Body bytes buffered at once across all requests.
@@ -43,6 +45,18 @@ pub struct Limits {
     pub request_timeout: Duration,
 }
 
+/// File descriptors kept for what is not a client connection: the store's pool, CUO
+/// children's pipes, the JWKS and memory clients, logs, the listeners.
+const FD_RESERVE: u64 = 256;
+
+/// The connections the process's file-descriptor limit (`RLIMIT_NOFILE`, soft) allows
+/// besides [`FD_RESERVE`]; at least 64.
+pub fn default_max_connections() -> usize {
+    let soft = nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE)
+        .map_or(1024, |(soft, _)| soft);
+    usize::try_from(soft.saturating_sub(FD_RESERVE).max(64)).unwrap_or(usize::MAX)
+}
+
 /// A token-bucket rate: `per_second` refill, `burst` capacity.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Rate {
@@ -55,6 +69,7 @@ pub struct Rate {
 impl Default for Limits {
     fn default() -> Limits {
         Limits {
+            max_connections: default_max_connections(),
             max_inflight: 1024,
             body_budget: 64 * MIB,
             max_waits: 1024,
@@ -84,6 +99,9 @@ impl Limits {
             })
             .transpose()
         };
+        if let Some(n) = count(o.max_connections, "--http-max-connections")? {
+            limits.max_connections = n;
+        }
         if let Some(n) = count(o.max_inflight, "--http-max-inflight")? {
             limits.max_inflight = n;
         }

@@ -47,7 +47,12 @@ pub async fn serve_metrics(addr: SocketAddr, render: Render) -> anyhow::Result<(
             "the metrics at {bound} need no token: anyone who reaches that address can read them"
         );
     }
-    tokio::spawn(accept(listener, routes, CancellationToken::new()));
+    tokio::spawn(accept(
+        listener,
+        routes,
+        super::serve::SCRAPE_CONNECTIONS,
+        CancellationToken::new(),
+    ));
     Ok(())
 }
 

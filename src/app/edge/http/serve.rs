@@ -1,7 +1,8 @@
 //! The accept loop: HTTP/1.1 on hyper with the limits `axum::serve` does not set
 //! (RELIABILITY §6.1) — a header-read timer, which also closes idle keep-alive
-//! connections, fewer and smaller headers, a cap on open connections — and a graceful
-//! stop that drains in-flight requests within a deadline.
+//! connections, fewer and smaller headers, a cap on open connections past which a new
+//! one is answered `503` + `Retry-After` and closed (never left in the backlog or reset) —
+//! and a graceful stop that drains in-flight requests within a deadline.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -18,6 +19,10 @@ use super::router::{HttpSettings, router};
 use super::session_id::SessionKey;
 use crate::app::App;
 use crate::app::config::{Config, ConfigError};
+use crate::app::edge::rpc::{self, RpcError};
+use crate::app::telemetry::ids::request_trace;
+use crate::app::telemetry::{self, Refusal};
+use crate::domain::ErrorClass;
 
 /// Time a client has to send a request's headers, and the longest idle keep-alive.
 const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
@@ -25,8 +30,13 @@ const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 const MAX_HEADERS: usize = 64;
 /// Read buffer per connection, which bounds the header block (431 beyond).
 const MAX_BUF: usize = 64 * 1024;
-/// Open connections; further clients wait in the listen backlog.
-const MAX_CONNECTIONS: usize = 4096;
+/// Connections past the cap being answered 503 at once; past these they are closed
+/// unanswered.
+const MAX_REFUSING: usize = 256;
+/// How long a connection past the cap has to take its 503.
+const REFUSE_FOR: Duration = Duration::from_secs(2);
+/// The open connections of the metrics listener.
+pub(super) const SCRAPE_CONNECTIONS: usize = 64;
 /// How long a graceful stop waits for in-flight requests.
 const DRAIN: Duration = Duration::from_secs(10);
 const _: () = assert!(super::shared::LAST_CALL.as_millis() < DRAIN.as_millis());
@@ -76,16 +86,26 @@ pub async fn serve(
             "no --authorization-server or --jwt-issuer: clients cannot discover where to get tokens"
         );
     }
+    let max_connections = settings.limits.max_connections;
     let service = router(app, settings, shutdown.clone());
-    tracing::info!(version = env!("CARGO_PKG_VERSION"), "listening on {bound}");
-    accept(listener, service, shutdown).await;
+    tracing::info!(
+        version = env!("CARGO_PKG_VERSION"),
+        max_connections,
+        "listening on {bound}"
+    );
+    accept(listener, service, max_connections, shutdown).await;
     Ok(())
 }
 
-/// Serves `service` on `listener` with the connection limits above until `shutdown`;
-/// then stops accepting and drains in-flight requests (bounded by [`DRAIN`]).
-pub(super) async fn accept<S>(listener: TcpListener, service: S, shutdown: CancellationToken)
-where
+/// Serves `service` on `listener` with the limits above and at most `max_connections`
+/// open until `shutdown`; then stops accepting and drains in-flight requests (bounded
+/// by [`DRAIN`]).
+pub(super) async fn accept<S>(
+    listener: TcpListener,
+    service: S,
+    max_connections: usize,
+    shutdown: CancellationToken,
+) where
     S: tower_service::Service<
             axum::http::Request<hyper::body::Incoming>,
             Response = axum::response::Response,
@@ -101,14 +121,10 @@ where
         .header_read_timeout(HEADER_READ_TIMEOUT)
         .max_headers(MAX_HEADERS)
         .max_buf_size(MAX_BUF);
-    let connections = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+    let connections = Arc::new(Semaphore::new(max_connections));
+    let refusing = Arc::new(Semaphore::new(MAX_REFUSING));
     let graceful = GracefulShutdown::new();
     loop {
-        let permit = tokio::select! {
-            permit = Arc::clone(&connections).acquire_owned() => permit,
-            () = shutdown.cancelled() => break,
-        };
-        let Ok(permit) = permit else { break };
         let (stream, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok(pair) => pair,
@@ -120,6 +136,18 @@ where
                 }
             },
             () = shutdown.cancelled() => break,
+        };
+        let Ok(permit) = Arc::clone(&connections).try_acquire_owned() else {
+            // At the cap: a 503 now rather than a wait in the backlog; past the few being
+            // refused, the connection is closed at once.
+            telemetry::refused(Refusal::Shed, None);
+            if let Ok(refusal) = Arc::clone(&refusing).try_acquire_owned() {
+                tokio::spawn(async move {
+                    let _ = tokio::time::timeout(REFUSE_FOR, refuse(stream)).await;
+                    drop(refusal);
+                });
+            }
+            continue;
         };
         let _ = stream.set_nodelay(true);
         let conn = http.serve_connection(TokioIo::new(stream), service.clone());
@@ -139,4 +167,36 @@ where
     {
         tracing::warn!("some requests did not finish within {DRAIN:?}; closing them");
     }
+}
+
+/// Answers a connection past the cap: `503`, `Retry-After`, a JSON-RPC error body, then
+/// the end of the connection. What the client sent meanwhile is read and dropped before
+/// the socket closes, so the client sees the answer, not a reset.
+async fn refuse(mut stream: tokio::net::TcpStream) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let body = over_connections_body();
+    let head = format!(
+        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nretry-after: 1\r\nconnection: close\r\ncontent-length: {}\r\n\r\n",
+        body.len()
+    );
+    if stream.write_all(head.as_bytes()).await.is_err()
+        || stream.write_all(body.as_bytes()).await.is_err()
+        || stream.shutdown().await.is_err()
+    {
+        return;
+    }
+    let mut sink = [0u8; 4096];
+    while matches!(stream.read(&mut sink).await, Ok(n) if n > 0) {}
+}
+
+/// The error a connection past the cap gets.
+fn over_connections_body() -> String {
+    let err = RpcError::of_class(
+        ErrorClass::UpstreamUnavailable,
+        "the bridge has too many open connections",
+        "Retry after the number of seconds in Retry-After, or reuse a connection; the bridge is at its --http-max-connections.",
+        request_trace(),
+    )
+    .with_retry_after(Duration::from_secs(1));
+    rpc::failure(None, &err)
 }
