@@ -173,3 +173,52 @@ async fn readiness_names_the_part_that_cannot_serve() {
     );
     assert!(!ready.text.contains("nonexistent"), "{}", ready.text);
 }
+
+#[tokio::test]
+async fn an_http2_client_with_prior_knowledge_gets_100_concurrent_calls_on_one_connection() {
+    // One connection allowed: a second one would get 503, so every answer below came on
+    // the one connection, as concurrent HTTP/2 streams.
+    let s = Server::start(&["--http-max-connections", "1", "--http-call-rate", "off"]);
+    let t = s.token(LOCAL, None);
+    let h2 = reqwest::Client::builder()
+        .http2_prior_knowledge()
+        .build()
+        .unwrap();
+    let calls = (0..100).map(|n| {
+        let req = h2
+            .post(s.url("/mcp"))
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .bearer_auth(&t)
+            .body(
+                rpc(
+                    n,
+                    "tools/call",
+                    json!({"name": "cyberos.skill.list_skills", "arguments": {}}),
+                )
+                .to_string(),
+            );
+        async move {
+            let resp = req.send().await.unwrap();
+            assert_eq!(resp.version(), reqwest::Version::HTTP_2);
+            assert_eq!(resp.status(), 200);
+            let frame: serde_json::Value =
+                serde_json::from_str(&resp.text().await.unwrap()).unwrap();
+            assert_eq!(frame["id"], n, "{frame}");
+            assert!(
+                frame["result"]["structuredContent"]["skills"].is_array(),
+                "{frame}"
+            );
+        }
+    });
+    futures::future::join_all(calls).await;
+    // HTTP/1.1 on the same port still works once the HTTP/2 connection is gone.
+    drop(h2);
+    crate::support::wait_for_async(std::time::Duration::from_secs(10), async || {
+        let health = s.send(s.client.get(s.url("/healthz"))).await;
+        (health.status == 200)
+            .then_some(())
+            .ok_or_else(|| format!("{}: {}", health.status, health.text))
+    })
+    .await;
+}

@@ -1,14 +1,16 @@
-//! The accept loop: HTTP/1.1 on hyper with the limits `axum::serve` does not set
-//! (RELIABILITY §6.1) — a header-read timer, which also closes idle keep-alive
-//! connections, fewer and smaller headers, a cap on open connections past which a new
-//! one is answered `503` + `Retry-After` and closed (never left in the backlog or reset) —
-//! and a graceful stop that drains in-flight requests within a deadline.
+//! The accept loop: HTTP/1.1 and cleartext HTTP/2 (prior knowledge, as load balancers
+//! use it) on one port, on hyper with the limits `axum::serve` does not set (RELIABILITY
+//! §6.1) — a header-read timer, which also closes idle HTTP/1.1 keep-alive connections,
+//! fewer and smaller headers, a bounded number of concurrent HTTP/2 streams and a
+//! keep-alive ping that drops dead HTTP/2 peers, a cap on open connections past which a
+//! new one is answered `503` + `Retry-After` and closed (never left in the backlog or
+//! reset) — and a graceful stop that drains in-flight requests within a deadline.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
@@ -30,11 +32,17 @@ const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 const MAX_HEADERS: usize = 64;
 /// Read buffer per connection, which bounds the header block (431 beyond).
 const MAX_BUF: usize = 64 * 1024;
+/// Concurrent streams of one HTTP/2 connection.
+const MAX_STREAMS: u32 = 128;
+/// HTTP/2: a ping after this long without frames; no answer within as long closes.
+const H2_PING: Duration = Duration::from_secs(20);
 /// Connections past the cap being answered 503 at once; past these they are closed
 /// unanswered.
 const MAX_REFUSING: usize = 256;
 /// How long a connection past the cap has to take its 503.
 const REFUSE_FOR: Duration = Duration::from_secs(2);
+/// How long the 503 waits for the request's head.
+const HEAD_WAIT: Duration = Duration::from_millis(500);
 /// The open connections of the metrics listener.
 pub(super) const SCRAPE_CONNECTIONS: usize = 64;
 /// How long a graceful stop waits for in-flight requests.
@@ -116,11 +124,18 @@ pub(super) async fn accept<S>(
     S::Future: Send + 'static,
 {
     let service = TowerToHyperService::new(service);
-    let mut http = hyper::server::conn::http1::Builder::new();
-    http.timer(TokioTimer::new())
+    let mut http = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+    http.http1()
+        .timer(TokioTimer::new())
         .header_read_timeout(HEADER_READ_TIMEOUT)
         .max_headers(MAX_HEADERS)
         .max_buf_size(MAX_BUF);
+    http.http2()
+        .timer(TokioTimer::new())
+        .max_concurrent_streams(MAX_STREAMS)
+        .max_header_list_size(u32::try_from(MAX_BUF).unwrap_or(u32::MAX))
+        .keep_alive_interval(H2_PING)
+        .keep_alive_timeout(H2_PING);
     let connections = Arc::new(Semaphore::new(max_connections));
     let refusing = Arc::new(Semaphore::new(MAX_REFUSING));
     let graceful = GracefulShutdown::new();
@@ -150,7 +165,9 @@ pub(super) async fn accept<S>(
             continue;
         };
         let _ = stream.set_nodelay(true);
-        let conn = http.serve_connection(TokioIo::new(stream), service.clone());
+        let conn = http
+            .serve_connection(TokioIo::new(stream), service.clone())
+            .into_owned();
         let conn = graceful.watch(conn);
         tokio::spawn(async move {
             if let Err(e) = conn.await {
@@ -169,11 +186,25 @@ pub(super) async fn accept<S>(
     }
 }
 
-/// Answers a connection past the cap: `503`, `Retry-After`, a JSON-RPC error body, then
-/// the end of the connection. What the client sent meanwhile is read and dropped before
-/// the socket closes, so the client sees the answer, not a reset.
+/// Answers a connection past the cap: once the request's head is in (or a moment has
+/// passed), `503`, `Retry-After`, a JSON-RPC error body, then the end of the connection.
+/// What else the client sent is read and dropped before the socket closes, so the client
+/// sees the answer, not a reset.
 async fn refuse(mut stream: tokio::net::TcpStream) {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    // An HTTP client takes an answer that comes before its request for a broken
+    // connection: wait for the end of the head, within a bounded read.
+    let mut head = Vec::with_capacity(1024);
+    let mut buf = [0u8; 4096];
+    let _ = tokio::time::timeout(HEAD_WAIT, async {
+        while head.len() < MAX_BUF && !head.windows(4).any(|w| w == b"\r\n\r\n") {
+            match stream.read(&mut buf).await {
+                Ok(n) if n > 0 => head.extend_from_slice(&buf[..n]),
+                _ => break,
+            }
+        }
+    })
+    .await;
     let body = over_connections_body();
     let head = format!(
         "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nretry-after: 1\r\nconnection: close\r\ncontent-length: {}\r\n\r\n",
@@ -185,8 +216,7 @@ async fn refuse(mut stream: tokio::net::TcpStream) {
     {
         return;
     }
-    let mut sink = [0u8; 4096];
-    while matches!(stream.read(&mut sink).await, Ok(n) if n > 0) {}
+    while matches!(stream.read(&mut buf).await, Ok(n) if n > 0) {}
 }
 
 /// The error a connection past the cap gets.
