@@ -39,6 +39,8 @@ SKILL = "chaos-slow"
 CLASSES = {"input_validation": -32602, "authz_denied": -32000, "upstream_unavailable": -32050, "internal_error": -32603}
 TRACE = re.compile(r"^[0-9a-f]{32}$")
 TERMINAL = ("completed", "failed", "cancelled")
+# The message of the refusal a request gets while the task store is down.
+STORE_DOWN = "the task store is unavailable"
 # The User-Agent product of a host that waits for long calls (`--long-running auto`).
 WAITING_HOST = "claude-code/2.1.0 (chaos)"
 HTTP_TIMEOUT = 30.0
@@ -311,16 +313,21 @@ class Client(threading.Thread):
             time.sleep(0.5)
         return None
 
-    def result_detail(self, frame):
+    def result_detail(self, frame, waiting=False):
         """What a tool's answer says: ('completed', digest) or ('failed', class); None for
-        no answer or a refusal to be retried (`upstream_unavailable` that is not the
-        task's own outcome: that one carries the related-task `_meta`)."""
+        no answer or a refusal to be retried. `tasks/result` gives a task's own failure
+        with the related-task `_meta`, so an `upstream_unavailable` without it is a
+        refusal; a waiting call's answer has no such `_meta`, and only the store's being
+        down refuses it."""
         if not isinstance(frame, dict):
             return None
         if "error" in frame:
             data = (frame["error"] or {}).get("data") or {}
-            if data.get("class") == "upstream_unavailable" and "_meta" not in data:
-                return None
+            if data.get("class") == "upstream_unavailable":
+                if waiting and data.get("message") == STORE_DOWN:
+                    return None
+                if not waiting and "_meta" not in data:
+                    return None
             return ("failed", data.get("class"))
         result = frame.get("result") or {}
         if result.get("isError"):
@@ -470,7 +477,7 @@ class Client(threading.Thread):
                                 rec.handed(tid, self.tenant, "stream", marker)
                                 record["task"] = tid
                         else:
-                            record["odd_ids"].append(eid)
+                            record["odd_ids"].append((eid, data[:120]))
                     frame = None
                     if data:
                         try:
@@ -511,7 +518,7 @@ class Client(threading.Thread):
                 if conn is not None:
                     conn.close()
         if record["answer"] is not None:
-            detail = self.result_detail(record["answer"])
+            detail = self.result_detail(record["answer"], waiting=body["method"] == "tools/call")
             record["end"] = "answer" if detail else "retryable"
             if not detail:
                 record["detail"] = json.dumps(record["answer"])[:200]
@@ -576,7 +583,15 @@ class Client(threading.Thread):
             conn, resp = self.http.open_stream(last_event_id=f"{tid}.1.r.WzEsInAiXQ")
             raw = resp.read().decode("utf-8", "replace")
             rec.add("requests")
-            if resp.status != 404:
+            try:
+                frame = json.loads(raw)
+            except ValueError:
+                frame = None
+            if frame is None and resp.status != 404:
+                self.transport(start, "probe resume", f"HTTP {resp.status} without a JSON-RPC frame")
+            elif resp.status in (429, 503) and self.refused_as_missing(frame, None):
+                self.check_error("probe resume", resp.status, frame, start)
+            elif resp.status != 404:
                 rec.violation(f"{self.tenant} resumed a stream of {tid} of another tenant: HTTP {resp.status} {raw[:200]}")
             else:
                 try:
@@ -599,7 +614,7 @@ class Client(threading.Thread):
         'missing' answer pass; anything else is a leak."""
         if frame is None:
             return True
-        data = ((frame.get("error") or {}).get("data") or {})
+        data = ((frame.get("error") or {}).get("data") or {}) if isinstance(frame, dict) else {}
         if data.get("class") == "upstream_unavailable":
             return True
         return data.get("class") == "input_validation" and data.get("message") == message
@@ -839,6 +854,13 @@ class Run:
 
     # --- the end ----------------------------------------------------------------------
 
+    @staticmethod
+    def result_detail_of(stream):
+        frame = stream["answer"]
+        if isinstance(frame, dict) and "result" in frame and not (frame["result"] or {}).get("isError"):
+            return ("completed", None)
+        return None
+
     def psql(self, sql):
         psql = os.path.join(self.args.pg_bin, "psql")
         if not os.path.exists(psql):
@@ -996,6 +1018,10 @@ class Run:
         bad_streams = [s for s in streams if s["end"] not in ("answer", "retryable")
                        and not (s["end"] == "cut before the first event")]
         unprimed = [s for s in streams if s["end"] == "cut before the first event"]
+        # Every event of a stream that waited for a task carries a resumable id (a client
+        # cut right after one that does not cannot resume).
+        odd = [s for s in streams if s["odd_ids"]]
+        unresumable = [s for s in odd if s["task"] or (self.result_detail_of(s) or ("", ""))[0] == "completed"]
         # Isolation.
         leaks = [v for v in rec.violations if "another tenant" in v or "got progress of" in v]
         for tenant, ids in rec.listed.items():
@@ -1034,7 +1060,7 @@ class Run:
         print(f"  streams            {len(streams)} followed, {rec.counts['streams_cut_on_purpose']} cut on purpose, "
               f"{rec.counts['streams_cut_by_faults']} cut by faults, {len(resumed)} resumed ({sum(s['resumes'] for s in resumed)} resumes), "
               f"{sum(1 for s in streams if s['end'] == 'answer')} answered, {sum(1 for s in streams if s['end'] == 'retryable')} retryable, "
-              f"{len(unprimed)} cut before their first event")
+              f"{len(unprimed)} cut before their first event, {len(odd)} with a non-resumable event id")
         print(f"  audit writes       {len(confirmed)} confirmed of {len(rec.audits)} sent; {len(completed_wf)} completed workflows, "
               f"{sum(invoked[t] for t in completed_wf)} plugin.invoked rows for them")
         print(f"  requests           {rec.counts['requests']} ({rec.counts['short_calls']} short loops, "
@@ -1059,6 +1085,8 @@ class Run:
         check(not bad_audit and not dup_audit, f"every confirmed append_audit answered with success is stored exactly once ({len(confirmed)}; "
               f"{'; '.join((bad_audit + dup_audit)[:5]) or 'none off'})")
         check(not dup_steps, f"no stream got a progress step twice or out of order ({len(dup_steps)}{': ' + str([s['steps'] for s in dup_steps[:3]]) if dup_steps else ''})")
+        check(not unresumable, f"every event of a stream that waited for a task had a resumable id ({len(unresumable)} did not"
+              f"{': ' + '; '.join(str(x['task']) + ' ' + str(x['odd_ids'][:2]) for x in unresumable[:3]) if unresumable else ''})")
         check(not bad_streams, f"every stream ended with its answer or a clean retryable error ({len(bad_streams)} did not"
               f"{': ' + '; '.join(str(x['task']) + ': ' + str(x['end']) + ' ' + x['detail'] for x in bad_streams[:3]) if bad_streams else ''})")
         check(not leaks and not wrong_tenant_rows and progress_rows == "0",
