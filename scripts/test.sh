@@ -89,6 +89,17 @@ else
   failed=$((failed + 1))
 fi
 
+# --- Chaos on the same cluster for 60 s (bench/chaos.sh; docs/chaos.md): SIGKILLs and
+# restarts, PostgreSQL restarted twice, a 10 s TCP cut between an instance and PostgreSQL,
+# CUO children killed, under load from two tenants; ~80 s. One test: it fails when any
+# invariant does (nothing lost, nothing duplicated, no leak, no orphan, every error classed).
+log "chaos: the cluster under faults for 60 s, with invariants (bench/chaos.sh)"
+if bench/chaos.sh --seconds 60 "$bin"; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1))
+fi
+
 # --- Real MCP hosts: Claude Code, the Codex CLI and the Gemini CLI from npm (pinned by
 # tests/hosts/package-lock.json, cached in tests/hosts/.cache; the Gemini CLI needs
 # Node.js 20 or later), run headless against the built binary with a scripted model

@@ -7,6 +7,13 @@
 #                                              workflow step; -c options go to PostgreSQL
 #   cluster_down                               stop everything and delete the dir
 #
+# cluster_up is the two halves below, for a script that puts something between the store
+# and the instances (bench/chaos.sh points one instance through a TCP proxy):
+#   cluster_store_up BIN [-c name=value ...]   the dir, PostgreSQL, the migration, the role,
+#                                              the dev key and token; sets cluster_app_url
+#   cluster_instances_up BIN PACE_MS           the instances and HAProxy; instance i logs in
+#                                              with inst_db_url[i] when set, else cluster_app_url
+#
 # Extra bridge flags go in the array CLUSTER_BRIDGE_FLAGS (e.g. the bench switches the
 # per-tenant rate limit off). cluster_up sets: cluster_dir, lb_url, lb_sock (HAProxy's stats socket), token_file (a dev
 # token of the local tenant), inst_url[1..3], inst_pid[1..3], lb_pid, and pg_* (scripts/pg.sh).
@@ -19,8 +26,10 @@ lb_url=""
 lb_sock=""
 lb_pid=""
 token_file=""
+cluster_app_url=""
 inst_url=()
 inst_pid=()
+inst_db_url=()
 CLUSTER_BRIDGE_FLAGS=("${CLUSTER_BRIDGE_FLAGS[@]}")
 readonly CLUSTER_INSTANCES=3
 readonly CLUSTER_TENANT=00000000-0000-4000-8000-000000000001
@@ -53,8 +62,15 @@ listen_addr() {
 }
 
 cluster_up() {
-  local bin=$1 pace=$2 i addr port
+  local bin=$1 pace=$2
   shift 2
+  cluster_store_up "$bin" "$@" || return 1
+  cluster_instances_up "$bin" "$pace"
+}
+
+cluster_store_up() {
+  local bin=$1
+  shift
   need_haproxy || return 1
   cluster_dir=$(mktemp -d /tmp/cyberos-cluster.XXXXXX) || return 1
   pg_start "$@" || return 1
@@ -64,17 +80,21 @@ cluster_up() {
     || { cat "$cluster_dir/migrate.log" >&2; return 1; }
   pg_psql -c "CREATE ROLE cyberos_bridge LOGIN NOINHERIT NOSUPERUSER NOCREATEDB NOCREATEROLE NOBYPASSRLS" \
     -c "GRANT plugin_host_app TO cyberos_bridge" || return 1
-  local app_url="postgres://cyberos_bridge@127.0.0.1:$pg_port/postgres"
+  cluster_app_url="postgres://cyberos_bridge@127.0.0.1:$pg_port/postgres"
   # One data dir for all three: its dev key (made here, before any instance starts) is
   # the identity every instance verifies tokens with.
   mkdir -m 700 "$cluster_dir/data"
   token_file=$cluster_dir/token
   (umask 077 && "$bin" --data-dir "$cluster_dir/data" dev-token --tenant "$CLUSTER_TENANT" >"$token_file") \
     || return 1
+}
+
+cluster_instances_up() {
+  local bin=$1 pace=$2 i addr port
   for i in $(seq 1 $CLUSTER_INSTANCES); do
     (cd "$cluster_dir" && exec env RUST_LOG=info CYBEROS_LOG_FORMAT=text "$bin" --dev \
       --transport http --listen 127.0.0.1:0 --data-dir "$cluster_dir/data" \
-      --database-url "$app_url" --cuo-command "$bin cuo-runner --pace-ms $pace" "${CLUSTER_BRIDGE_FLAGS[@]}" \
+      --database-url "${inst_db_url[i]:-$cluster_app_url}" --cuo-command "$bin cuo-runner --pace-ms $pace" "${CLUSTER_BRIDGE_FLAGS[@]}" \
       </dev/null >/dev/null 2>"$cluster_dir/b$i.log") &
     inst_pid[i]=$!
     disown "${inst_pid[i]}"
@@ -137,6 +157,7 @@ cluster_down() {
     [ -z "$p" ] || stop_pid "$p"
   done
   inst_pid=()
+  inst_db_url=()
   lb_pid=""
   pg_stop
   if [ -n "$cluster_dir" ]; then rm -rf "$cluster_dir"; fi
