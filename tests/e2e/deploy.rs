@@ -50,6 +50,7 @@ fn the_kubernetes_manifests_fit_together() {
     let secret = yaml("deploy/k8s/secret.yaml");
     let job = yaml("deploy/k8s/migrate-job.yaml");
     let kustomization = yaml("deploy/k8s/kustomization.yaml");
+    let policy = yaml("deploy/k8s/networkpolicy.yaml");
     assert_eq!(deployment["kind"], "Deployment");
     assert_eq!(deployment["spec"]["replicas"], 2);
     let labels = &deployment["spec"]["template"]["metadata"]["labels"];
@@ -57,6 +58,23 @@ fn the_kubernetes_manifests_fit_together() {
     assert_eq!(&service["spec"]["selector"], labels);
     assert_eq!(&pdb["spec"]["selector"]["matchLabels"], labels);
     assert_eq!(pdb["spec"]["minAvailable"], 1);
+    // The NetworkPolicy holds the bridge pods to ingress on their port and egress to DNS,
+    // the store, the memory service and HTTPS.
+    assert_eq!(policy["kind"], "NetworkPolicy");
+    assert_eq!(&policy["spec"]["podSelector"]["matchLabels"], labels);
+    assert_eq!(
+        strings(&policy["spec"]["policyTypes"]),
+        ["Ingress", "Egress"]
+    );
+    let ports = |rules: &Value| -> Vec<u64> {
+        rules
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|r| r["ports"].as_array().unwrap())
+            .map(|p| p["port"].as_u64().unwrap())
+            .collect()
+    };
     let pod = &deployment["spec"]["template"]["spec"];
     assert_eq!(pod["securityContext"]["runAsNonRoot"], true);
     let c = &pod["containers"][0];
@@ -81,6 +99,39 @@ fn the_kubernetes_manifests_fit_together() {
     );
     let args = strings(&c["args"]);
     flags_exist(&args, "deployment.yaml");
+    assert_eq!(
+        ports(&policy["spec"]["ingress"]),
+        [c["ports"][0]["containerPort"].as_u64().unwrap()]
+    );
+    let memory = &args[args.iter().position(|a| a == "--memory-url").unwrap() + 1];
+    let memory_port = reqwest::Url::parse(memory)
+        .unwrap()
+        .port_or_known_default()
+        .unwrap();
+    let egress = ports(&policy["spec"]["egress"]);
+    for port in [53, 5432, 443, u64::from(memory_port)] {
+        assert!(
+            egress.contains(&port),
+            "the policy lets no egress to {port}"
+        );
+    }
+    // The bridge accepts the args as they stand (it refuses a memory token over plain
+    // HTTP off the host, for one).
+    let dir = tempfile::tempdir().unwrap();
+    let mut local = args.clone();
+    let data = local.iter().position(|a| a == "--data-dir").unwrap();
+    local[data + 1] = dir.path().display().to_string();
+    let out = Command::new(binary())
+        .args(&local)
+        .arg("tools")
+        .env_remove("CYBEROS_DATABASE_URL")
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "deployment.yaml's args: {out:?}"
+    );
     let listen = args.iter().position(|a| a == "--listen").unwrap();
     let port = c["ports"][0]["containerPort"].as_u64().unwrap();
     assert!(args[listen + 1].ends_with(&format!(":{port}")), "{args:?}");
@@ -141,6 +192,7 @@ fn the_kubernetes_manifests_fit_together() {
         "deployment.yaml",
         "service.yaml",
         "pdb.yaml",
+        "networkpolicy.yaml",
     ] {
         assert!(
             listed.iter().any(|r| r == file),
