@@ -314,4 +314,69 @@ fn the_dockerfile_only_calls_the_build_script_and_runs_as_nonroot() {
         stages[0].contains(&rust),
         "the build stage should use {rust}"
     );
+    // Each base image is pinned by digest, its tag kept to say what it is.
+    for stage in &stages {
+        let image = stage.split_whitespace().next().unwrap();
+        let (name, digest) = image
+            .split_once("@sha256:")
+            .unwrap_or_else(|| panic!("{image} is not pinned by digest"));
+        assert!(name.contains(':'), "{image} names no tag");
+        assert!(
+            digest.len() == 64 && digest.bytes().all(|b| b.is_ascii_hexdigit()),
+            "{image}: a digest is 64 hex digits"
+        );
+    }
+    // The commit reaches the build script as a build arg, since .git stays out.
+    assert!(stages[0].contains("ARG CYBEROS_BUILD_COMMIT="));
+    assert!(stages[0].contains("ENV CYBEROS_BUILD_COMMIT=${CYBEROS_BUILD_COMMIT}"));
+    let ignore = std::fs::read_to_string(deploy(".dockerignore")).unwrap();
+    let patterns: Vec<&str> = ignore
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .collect();
+    for needed in [
+        ".git",
+        "target/",
+        ".venv/",
+        "**/node_modules/",
+        "**/*.key",
+        "**/*.pem",
+        "**/session.key",
+        "**/dev-signing-key.pem",
+        "deploy/k8s/secret.yaml",
+    ] {
+        assert!(patterns.contains(&needed), ".dockerignore lacks {needed}");
+    }
+    // Nothing the build reads is left out: no pattern names one of them or a directory
+    // above it, and the wildcards match only by a file name's ending.
+    for path in [
+        "Cargo.toml",
+        "Cargo.lock",
+        "build.rs",
+        "src/main.rs",
+        "catalog/personas",
+        "migrations/sqlite",
+        "benches",
+        "scripts/build-image.sh",
+        "README.md",
+        "LICENSE",
+        "CHANGELOG.md",
+        "examples/cyberos.toml",
+    ] {
+        for p in &patterns {
+            let p = p.trim_end_matches('/');
+            assert!(
+                path != p && !path.starts_with(&format!("{p}/")),
+                ".dockerignore's {p} leaves out {path}"
+            );
+        }
+    }
+    for p in patterns.iter().filter(|p| p.contains('*')) {
+        let name = p.strip_prefix("**/").unwrap_or(p).trim_end_matches('/');
+        assert!(
+            !name.contains('/') && (!name.contains('*') || name.starts_with("*.")),
+            "{p}: a wildcard may match a name's ending, nothing broader"
+        );
+    }
 }
