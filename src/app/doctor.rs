@@ -2,14 +2,22 @@
 //! one line per part the bridge needs (HTTP options and the listen address, the keys that
 //! verify tokens, the task store, CUO, memory, skills), as text or one JSON object. The
 //! CLI prints it (the only module that writes to stdout).
+//!
+//! `check` is read-only: it creates no data dir, store file or key (it says which a start
+//! would create) and applies no migration, so running it as another user (root) on a
+//! service's data dir leaves nothing the service cannot open. Every secret is masked
+//! (`mask`).
+
+mod mask;
 
 use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::app::config::{Config, Source, Transport};
 use crate::app::edge::http::{HttpSettings, Limits};
-use crate::app::wiring;
+use crate::app::wiring::{self, Probe};
 use crate::domain::ToolNaming;
+use mask::{Redactor, mask_url};
 
 /// One checked part.
 #[derive(Debug, Serialize)]
@@ -46,9 +54,22 @@ pub async fn check(config: &Config) -> Report {
     checks.push(http(config).await);
     checks.extend(identity(config).await);
     checks.extend(upstreams(config).await);
-    Report {
-        settings: resolved(config),
-        checks,
+    let redact = Redactor::new(config);
+    for c in &mut checks {
+        c.detail = redact.text(&c.detail);
+    }
+    let mut settings = resolved(config);
+    for s in &mut settings {
+        redact_strings(&mut s.value, &redact);
+    }
+    Report { settings, checks }
+}
+
+fn redact_strings(value: &mut Value, redact: &Redactor) {
+    match value {
+        Value::String(s) => *s = redact.text(s),
+        Value::Array(items) => items.iter_mut().for_each(|v| redact_strings(v, redact)),
+        _ => {}
     }
 }
 
@@ -115,16 +136,25 @@ async fn http(config: &Config) -> Check {
             Err(e) => return fail(format!("cannot listen on {}: {e}", config.listen)),
         }
     }
-    let sessions = match wiring::session_key(config) {
-        Ok(key) => crate::app::edge::http::SessionKey::new(&key),
+    // A key only to check the options with when a start would create the real one.
+    let (key, key_note) = match wiring::existing_session_key(config) {
+        Ok(Ok(key)) => (key, String::new()),
+        Ok(Err(path)) => (
+            vec![0; crate::app::keys::session::MIN_KEY_BYTES],
+            format!(
+                "; the session key {} does not exist, a start creates it",
+                path.display()
+            ),
+        ),
         Err(e) => return fail(e.to_string()),
     };
+    let sessions = crate::app::edge::http::SessionKey::new(&key);
     match HttpSettings::from_config(config, bound, sessions) {
         Ok(s) => Check {
             name: "http",
             ok: true,
             detail: format!(
-                "{note}; public URL {}; {}",
+                "{note}; public URL {}; {}{key_note}",
                 s.public_url,
                 describe_limits(&s.limits)
             ),
@@ -152,8 +182,8 @@ fn describe_limits(l: &Limits) -> String {
 /// One line per issuer: where its keys come from, and each key's id and algorithms
 /// (a JWKS is fetched now).
 async fn identity(config: &Config) -> Vec<Check> {
-    let issuers = match wiring::issuers(config) {
-        Ok((issuers, _)) => issuers,
+    let (issuers, missing_dev_key) = match wiring::existing_issuers(config) {
+        Ok(found) => found,
         Err(e) => {
             return vec![Check {
                 name: "identity",
@@ -163,6 +193,17 @@ async fn identity(config: &Config) -> Vec<Check> {
         }
     };
     let mut checks = Vec::new();
+    if let Some(path) = missing_dev_key {
+        checks.push(Check {
+            name: "identity",
+            ok: true,
+            detail: format!(
+                "issuer {} (--dev): the key {} does not exist, a start creates it",
+                crate::app::keys::dev::DEV_ISSUER,
+                path.display()
+            ),
+        });
+    }
     for issuer in issuers {
         let (ok, keys) = match issuer.describe().await {
             Ok(keys) => (
@@ -193,9 +234,10 @@ async fn identity(config: &Config) -> Vec<Check> {
     checks
 }
 
-/// The task store, CUO, memory and skills, each asked to answer.
+/// The task store, CUO, memory and skills, each asked to answer (a store that does not
+/// exist yet is reported, not created).
 async fn upstreams(config: &Config) -> Vec<Check> {
-    let ports = match wiring::ports(config).await {
+    let ports = match wiring::probes(config).await {
         Ok(ports) => ports,
         Err(e) => {
             return vec![Check {
@@ -216,11 +258,17 @@ async fn upstreams(config: &Config) -> Vec<Check> {
         };
         Check { name, ok, detail }
     };
-    let mut checks = vec![
-        line("task store", ports.tasks.check().await),
-        line("cuo", ports.cuo.check().await),
-        line("memory", ports.memory.check().await),
-    ];
+    let tasks = match &ports.tasks {
+        Probe::Open(tasks, note) => with_note(line("task store", tasks.check().await), note),
+        Probe::Missing(what) => missing("task store", what),
+        Probe::Failed(why) => failed("task store", why),
+    };
+    let memory = match &ports.memory {
+        Probe::Open(memory, note) => with_note(line("memory", memory.check().await), note),
+        Probe::Missing(what) => missing("memory", what),
+        Probe::Failed(why) => failed("memory", why),
+    };
+    let mut checks = vec![tasks, line("cuo", ports.cuo.check().await), memory];
     checks.push(if config.skills_dirs.is_empty() {
         Check {
             name: "skills",
@@ -233,7 +281,31 @@ async fn upstreams(config: &Config) -> Vec<Check> {
     checks
 }
 
-/// Every option as resolved, secrets masked: a URL's password, `--cuo-env` values.
+fn with_note(mut check: Check, note: &Option<String>) -> Check {
+    if let Some(note) = note {
+        check.detail = format!("{}; {note}", check.detail);
+    }
+    check
+}
+
+fn missing(name: &'static str, what: &str) -> Check {
+    Check {
+        name,
+        ok: true,
+        detail: what.to_owned(),
+    }
+}
+
+fn failed(name: &'static str, why: &str) -> Check {
+    Check {
+        name,
+        ok: false,
+        detail: why.to_owned(),
+    }
+}
+
+/// Every option as resolved, secrets masked: URLs (`mask::mask_url`), `--cuo-env` values,
+/// `--cuo-command`'s arguments (only the program is shown).
 fn resolved(c: &Config) -> Vec<Setting> {
     let id = &c.identity;
     let path = |p: &Option<std::path::PathBuf>| json!(p.as_ref().map(|p| p.display().to_string()));
@@ -255,7 +327,17 @@ fn resolved(c: &Config) -> Vec<Setting> {
         "database-url",
         json!(c.database_url.as_deref().map(mask_url)),
     );
-    put("cuo-command", json!(shell_words::join(&c.cuo_command)));
+    let program = c
+        .cuo_command
+        .first()
+        .map(String::as_str)
+        .unwrap_or_default();
+    let cuo_command = match c.cuo_command.len() {
+        0 | 1 => program.to_owned(),
+        2 => format!("{program} (1 argument not shown)"),
+        n => format!("{program} ({} arguments not shown)", n - 1),
+    };
+    put("cuo-command", json!(cuo_command));
     let env_names: Vec<String> = c
         .cuo_env
         .iter()
@@ -340,33 +422,4 @@ fn resolved(c: &Config) -> Vec<Setting> {
     }
     put("log-format", json!(c.log_format));
     out
-}
-
-/// `url` with any password replaced by `***`; unparsable text is shown as `(unparsable)`
-/// rather than echoed, since it may hold a secret.
-fn mask_url(url: &str) -> String {
-    match reqwest::Url::parse(url) {
-        Ok(mut u) => {
-            if u.password().is_some() {
-                let _ = u.set_password(Some("***"));
-            }
-            u.to_string()
-        }
-        Err(_) => "(unparsable)".into(),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::mask_url;
-
-    #[test]
-    fn passwords_never_show() {
-        assert_eq!(
-            mask_url("postgres://app:s3cret@db:5432/cyberos"),
-            "postgres://app:***@db:5432/cyberos"
-        );
-        assert_eq!(mask_url("https://mem.example/v1"), "https://mem.example/v1");
-        assert_eq!(mask_url("not a url s3cret"), "(unparsable)");
-    }
 }

@@ -33,16 +33,7 @@ pub async fn ports(config: &Config) -> Result<Ports, ConfigError> {
 
 /// [`ports`] with `clock` in `Ports` and in every adapter that tells the time.
 async fn ports_on(config: &Config, clock: Arc<dyn Clock>) -> Result<Ports, ConfigError> {
-    let cuo = ProcessCuoRunner::new(
-        CuoSettings {
-            command: config.cuo_command.clone(),
-            pass_env: config.cuo_env.clone(),
-            call_timeout: config.cuo_timeout,
-            starting: starting_children(),
-            starting_for: STARTING_FOR,
-        },
-        Arc::clone(&clock),
-    );
+    let (cuo, skills) = ports_without_store(config, Arc::clone(&clock));
     let store = open_store(config, Arc::clone(&clock)).await;
     if let Err(why) = &store {
         tracing::error!("{why}");
@@ -107,9 +98,9 @@ async fn ports_on(config: &Config, clock: Arc<dyn Clock>) -> Result<Ports, Confi
         answers,
         approvals,
         tasks,
-        cuo: Arc::new(cuo),
+        cuo,
         memory: memory(config, store.ok()),
-        skills: Arc::new(FsSkillIndex::new(config.skills_dirs.clone())),
+        skills,
         clock,
     })
 }
@@ -154,19 +145,144 @@ fn memory(config: &Config, store: Option<SqliteStore>) -> Arc<dyn MemoryClient> 
     }
 }
 
-/// The embedded SQLite file: `--database-url sqlite:PATH`, else `<data-dir>/bridge.sqlite3`.
-async fn open_store(config: &Config, clock: Arc<dyn Clock>) -> anyhow::Result<SqliteStore> {
+/// What `check` asks to answer, opened without creating or writing anything.
+pub struct Probes {
+    /// The task store.
+    pub tasks: Probe<Arc<dyn TaskStore>>,
+    /// The memory service, or the embedded audit log.
+    pub memory: Probe<Arc<dyn MemoryClient>>,
+    /// The CUO program.
+    pub cuo: Arc<dyn crate::ports::CuoRunner>,
+    /// The skills directories.
+    pub skills: Arc<dyn crate::ports::SkillIndex>,
+}
+
+/// A part as `check` found it.
+pub enum Probe<T> {
+    /// Opened; ask it to answer. The note says what a start would still do (migrations).
+    Open(T, Option<String>),
+    /// Not there yet: what a start creates.
+    Missing(String),
+    /// Cannot be opened, and why.
+    Failed(String),
+}
+
+/// The parts of [`ports`] that `check` asks to answer, opened read-only: a missing data
+/// dir or SQLite file is reported, not created, and nothing is migrated.
+///
+/// # Errors
+/// When Postgres is reachable and row-level security would not hold.
+pub async fn probes(config: &Config) -> Result<Probes, ConfigError> {
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    let ports = ports_without_store(config, Arc::clone(&clock));
+    let local = probe_store(config, clock.clone()).await;
+    let as_memory = |p: &Probe<SqliteStore>| -> Probe<Arc<dyn MemoryClient>> {
+        match p {
+            Probe::Open(s, note) => Probe::Open(Arc::new(s.clone()), note.clone()),
+            Probe::Missing(m) => Probe::Missing(m.clone()),
+            Probe::Failed(m) => Probe::Failed(m.clone()),
+        }
+    };
+    let memory = match &config.memory_url {
+        Some(_) => Probe::Open(memory(config, None), None),
+        None => as_memory(&local),
+    };
+    let tasks = match &config.database_url {
+        Some(url) if url.starts_with("postgres") => {
+            match PgStore::connect(url, Arc::clone(&clock)).await {
+                Ok(pg) => {
+                    pg.refuse_open_rls().await.map_err(ConfigError::from)?;
+                    Probe::Open(Arc::new(pg) as Arc<dyn TaskStore>, None)
+                }
+                Err(why) => Probe::Failed(format!("{why:#}")),
+            }
+        }
+        _ => match local {
+            Probe::Open(s, note) => Probe::Open(Arc::new(s) as Arc<dyn TaskStore>, note),
+            Probe::Missing(m) => Probe::Missing(m),
+            Probe::Failed(m) => Probe::Failed(m),
+        },
+    };
+    Ok(Probes {
+        tasks,
+        memory,
+        cuo: ports.0,
+        skills: ports.1,
+    })
+}
+
+/// The CUO runner and the skill index, which touch no store.
+fn ports_without_store(
+    config: &Config,
+    clock: Arc<dyn Clock>,
+) -> (
+    Arc<dyn crate::ports::CuoRunner>,
+    Arc<dyn crate::ports::SkillIndex>,
+) {
+    let cuo = ProcessCuoRunner::new(
+        CuoSettings {
+            command: config.cuo_command.clone(),
+            pass_env: config.cuo_env.clone(),
+            call_timeout: config.cuo_timeout,
+            starting: starting_children(),
+            starting_for: STARTING_FOR,
+        },
+        clock,
+    );
+    (
+        Arc::new(cuo),
+        Arc::new(FsSkillIndex::new(config.skills_dirs.clone())),
+    )
+}
+
+/// The embedded SQLite file opened read-only, or what a start would create.
+async fn probe_store(config: &Config, clock: Arc<dyn Clock>) -> Probe<SqliteStore> {
     let dir = &config.data_dir;
-    create_private_dir(dir)
-        .map_err(|e| anyhow::anyhow!("cannot create the data dir {}: {e}", dir.display()))?;
-    let path = match config
+    if !dir.exists() {
+        return Probe::Missing(format!(
+            "the data dir {} does not exist; a start creates it (mode 0700)",
+            dir.display()
+        ));
+    }
+    let path = store_path(config);
+    if !path.exists() {
+        return Probe::Missing(format!(
+            "{} does not exist; a start creates it",
+            path.display()
+        ));
+    }
+    match SqliteStore::open_read_only(&path, clock).await {
+        Ok((store, schema)) => {
+            let note = (schema.found < schema.current).then(|| {
+                format!(
+                    "schema version {} of {}; a start applies the rest",
+                    schema.found, schema.current
+                )
+            });
+            Probe::Open(store, note)
+        }
+        Err(e) => Probe::Failed(format!("{e} ({})", path.display())),
+    }
+}
+
+/// The embedded SQLite file: `--database-url sqlite:PATH`, else `<data-dir>/bridge.sqlite3`.
+fn store_path(config: &Config) -> std::path::PathBuf {
+    match config
         .database_url
         .as_deref()
         .and_then(|u| u.strip_prefix("sqlite:"))
     {
         Some(p) => std::path::PathBuf::from(p.trim_start_matches("//")),
-        None => dir.join("bridge.sqlite3"),
-    };
+        None => config.data_dir.join("bridge.sqlite3"),
+    }
+}
+
+/// Opens (creating the data dir and the file if needed) the embedded SQLite file.
+async fn open_store(config: &Config, clock: Arc<dyn Clock>) -> anyhow::Result<SqliteStore> {
+    let dir = &config.data_dir;
+    create_private_dir(dir)
+        .map_err(|e| anyhow::anyhow!("cannot create the data dir {}: {e}", dir.display()))?;
+    let path = store_path(config);
     SqliteStore::open(&path, clock)
         .await
         .map_err(|e| anyhow::anyhow!("{e} ({})", path.display()))
@@ -226,16 +342,50 @@ pub fn identity(config: &Config, clock: Arc<dyn Clock>) -> Result<Identity, Conf
 /// # Errors
 /// When no key source is configured or one cannot be read.
 pub fn issuers(config: &Config) -> Result<(Vec<Issuer>, Option<DevKey>), ConfigError> {
+    let dev_key = if config.identity.dev {
+        Some(DevKey::load_or_create(&config.data_dir).map_err(ConfigError::from)?)
+    } else {
+        None
+    };
+    let issuers = issuers_with(config, dev_key.as_ref())?;
+    Ok((issuers, dev_key))
+}
+
+/// [`issuers`] for `check`, creating nothing: with `--dev` and no dev key yet, the dev
+/// issuer is left out and the path a start would create is returned.
+///
+/// # Errors
+/// As [`issuers`], except a missing dev key.
+pub fn existing_issuers(
+    config: &Config,
+) -> Result<(Vec<Issuer>, Option<std::path::PathBuf>), ConfigError> {
+    let mut missing = None;
+    let dev_key = if config.identity.dev {
+        let key = DevKey::load_existing(&config.data_dir).map_err(ConfigError::from)?;
+        if key.is_none() {
+            missing = Some(DevKey::path(&config.data_dir));
+        }
+        key
+    } else {
+        None
+    };
+    match issuers_with(config, dev_key.as_ref()) {
+        Ok(issuers) => Ok((issuers, missing)),
+        // `--dev` alone, its key not made yet: the one issuer a start would have.
+        Err(_) if missing.is_some() => Ok((Vec::new(), missing)),
+        Err(e) => Err(e),
+    }
+}
+
+/// The issuers of `dev_key` (with `--dev`), a PEM key and a JWKS.
+fn issuers_with(config: &Config, dev_key: Option<&DevKey>) -> Result<Vec<Issuer>, ConfigError> {
     let id = &config.identity;
     let mut issuers = Vec::new();
-    let mut dev_key = None;
-    if id.dev {
-        let key = DevKey::load_or_create(&config.data_dir).map_err(ConfigError::from)?;
+    if let Some(key) = dev_key {
         issuers.push(Issuer::with_keys(
             DEV_ISSUER,
             vec![VerifyingKey::dev(key.decoding_key())],
         ));
-        dev_key = Some(key);
     }
     if let (Some(path), Some(iss)) = (&id.jwt_public_key, &id.jwt_issuer) {
         let pem = std::fs::read(path).map_err(|e| {
@@ -257,7 +407,23 @@ pub fn issuers(config: &Config) -> Result<(Vec<Issuer>, Option<DevKey>), ConfigE
                 .into(),
         ));
     }
-    Ok((issuers, dev_key))
+    Ok(issuers)
+}
+
+/// The key of HTTP session ids for `check`, creating nothing: `Err` with the path a
+/// start would create when the data dir's own does not exist yet.
+///
+/// # Errors
+/// The outer error when the key cannot be read or is too short.
+pub fn existing_session_key(
+    config: &Config,
+) -> Result<Result<Vec<u8>, std::path::PathBuf>, ConfigError> {
+    let file = config.session_key_file.as_deref();
+    match crate::app::keys::session::load_existing(file, &config.data_dir) {
+        Ok(Some(key)) => Ok(Ok(key)),
+        Ok(None) => Ok(Err(crate::app::keys::session::path(file, &config.data_dir))),
+        Err(e) => Err(ConfigError::from(e)),
+    }
 }
 
 /// The key of HTTP session ids: `--session-key-file`, else the data dir's own.

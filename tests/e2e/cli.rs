@@ -150,6 +150,31 @@ fn check_reports_each_part_and_fails_when_one_is_down() {
 }
 
 #[test]
+fn a_memory_token_over_plain_http_off_this_host_is_a_usage_error() {
+    let token = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(token.path(), "t0k3n\n").unwrap();
+    let with = |url: &str| {
+        run(&[
+            "--memory-url",
+            url,
+            "--memory-token-file",
+            token.path().to_str().unwrap(),
+            "tools",
+        ])
+    };
+    let (code, _, stderr) = with("http://cyberos-memory:8080");
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("--memory-url") && stderr.contains("in clear"),
+        "{stderr}"
+    );
+    for url in ["https://cyberos-memory:8443", "http://127.0.0.1:8080"] {
+        let (code, _, stderr) = with(url);
+        assert_eq!(code, 0, "{url}: {stderr}");
+    }
+}
+
+#[test]
 fn the_example_config_names_every_option_and_loads() {
     use clap::CommandFactory;
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/cyberos.toml");

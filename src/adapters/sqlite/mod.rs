@@ -114,10 +114,74 @@ impl SqliteStore {
         self
     }
 
+    /// Opens an existing `path` read-only, for `check`: nothing is created, migrated or
+    /// written (every write fails). Also returns the file's schema version and this
+    /// build's, so the caller can tell the migrations a start would apply.
+    ///
+    /// # Errors
+    /// When the file is missing or cannot be opened or read.
+    pub async fn open_read_only(
+        path: &Path,
+        clock: Arc<dyn Clock>,
+    ) -> Result<(SqliteStore, Schema), OpenStoreError> {
+        // Read through the WAL only when its files exist (a bridge has the file open, or
+        // stopped without checkpointing): SQLite would create them otherwise. Without them
+        // the main file holds everything, and an immutable open reads it with no side
+        // files and no locks.
+        let with_wal = [sibling(path, "-wal"), sibling(path, "-shm")]
+            .iter()
+            .all(|p| p.exists());
+        let options = SqliteConnectOptions::from_str("sqlite:")
+            .map_err(OpenStoreError)?
+            .filename(path)
+            .read_only(true)
+            .immutable(!with_wal)
+            .create_if_missing(false)
+            .busy_timeout(Duration::from_secs(5));
+        let reader = SqlitePoolOptions::new()
+            .max_connections(1)
+            .acquire_timeout(Duration::from_secs(5))
+            .connect_with(options.clone())
+            .await
+            .map_err(OpenStoreError)?;
+        let found: i64 = sqlx::query_scalar("PRAGMA user_version")
+            .fetch_one(&reader)
+            .await
+            .map_err(OpenStoreError)?;
+        let writer = Writer::open(options).await.map_err(OpenStoreError)?;
+        let schema = Schema {
+            found: usize::try_from(found).unwrap_or(0),
+            current: MIGRATIONS.len(),
+        };
+        let store = SqliteStore {
+            reader,
+            writer,
+            clock,
+            ledger_cap: confirm::LEDGER_KEYS_PER_TENANT,
+        };
+        Ok((store, schema))
+    }
+
     /// The clock's time, in the stored form.
     fn now_ms(&self) -> i64 {
         self.clock.now().unix_millis()
     }
+}
+
+/// A store file's schema version, and the version this build migrates it to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Schema {
+    /// `PRAGMA user_version` of the file.
+    pub found: usize,
+    /// The number of bundled migrations.
+    pub current: usize,
+}
+
+/// `path` with `suffix` appended to its file name (SQLite's `-wal` and `-shm`).
+fn sibling(path: &Path, suffix: &str) -> std::path::PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(suffix);
+    name.into()
 }
 
 fn is_busy(e: &sqlx::Error) -> bool {

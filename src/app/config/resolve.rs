@@ -144,6 +144,9 @@ impl Config {
                 "--memory-url must be an http:// or https:// URL".into(),
             ));
         }
+        if let Some(url) = &options.memory_url {
+            no_credential_in_clear(url, options.memory_token_file.is_some())?;
+        }
         if options.dev && options.transport == Some(Transport::Http) && !listen.ip().is_loopback() {
             return Err(ConfigError(format!(
                 "--dev refuses a non-loopback --listen ({listen}); bind 127.0.0.1"
@@ -268,6 +271,43 @@ impl Config {
     }
 }
 
+/// Refuses a memory URL that would carry a credential (the bearer of
+/// `--memory-token-file`, or a password in the URL) over plain HTTP off this host: anyone
+/// on the path could read it and act as the bridge. `https://` goes anywhere; `http://`
+/// only to a loopback host (127.0.0.0/8, ::1, localhost).
+fn no_credential_in_clear(url: &str, token: bool) -> Result<(), ConfigError> {
+    use std::net::IpAddr;
+    let parsed = reqwest::Url::parse(url)
+        .map_err(|e| ConfigError(format!("--memory-url is not a URL: {e}")))?;
+    if parsed.scheme() != "http" || !(token || parsed.password().is_some()) {
+        return Ok(());
+    }
+    // The parser writes IPv4 hosts in dotted form and IPv6 ones in brackets.
+    let host = parsed.host_str().unwrap_or_default();
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    let loopback = bare.eq_ignore_ascii_case("localhost")
+        || match bare.parse::<IpAddr>() {
+            Ok(IpAddr::V4(ip)) => ip.is_loopback(),
+            Ok(IpAddr::V6(ip)) => {
+                ip.is_loopback() || ip.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback())
+            }
+            Err(_) => false,
+        };
+    if loopback {
+        return Ok(());
+    }
+    let credential = if token {
+        "the memory token (--memory-token-file)"
+    } else {
+        "the URL's password"
+    };
+    Err(ConfigError(format!(
+        "--memory-url is plain http:// to {host}, which is not this host: {credential} would \
+         cross the network in clear; use https://, or http:// only to 127.0.0.1, ::1 or \
+         localhost (a sidecar)"
+    )))
+}
+
 /// A cap: `default` when unset, refused when 0.
 fn at_least_one<N: From<u8> + PartialEq>(
     value: Option<N>,
@@ -377,6 +417,42 @@ mod tests {
             .resolve()
             .unwrap_err();
         assert!(err.0.contains("--cuo-command"), "{err}");
+    }
+
+    #[test]
+    fn a_memory_credential_never_crosses_the_network_in_clear() {
+        let resolve = |url: &str, token: bool| {
+            let mut args = vec!["--data-dir", "/d", "--memory-url", url];
+            if token {
+                args.extend(["--memory-token-file", "/run/secrets/memory-token"]);
+            }
+            options(&args).resolve().map(|_| ()).map_err(|e| e.0)
+        };
+        for url in [
+            "http://cyberos-memory:8080",
+            "http://10.0.0.5/",
+            "http://[fd00::5]:8080",
+            "http://localhost.example.com",
+        ] {
+            let err = resolve(url, true).unwrap_err();
+            assert!(
+                err.contains("--memory-url") && err.contains("in clear"),
+                "{url}: {err}"
+            );
+        }
+        let err = resolve("http://reader:s3cret@memory.example", false).unwrap_err();
+        assert!(err.contains("password") && !err.contains("s3cret"), "{err}");
+        for url in [
+            "https://memory.example.com",
+            "http://127.0.0.1:8080",
+            "http://127.3.2.1/",
+            "http://[::1]:8080",
+            "http://LocalHost:8080",
+        ] {
+            assert_eq!(resolve(url, true), Ok(()), "{url}");
+        }
+        // No credential: nothing to leak (the bridge warns that it sends none).
+        assert_eq!(resolve("http://memory.example", false), Ok(()));
     }
 
     #[test]

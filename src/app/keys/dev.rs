@@ -37,10 +37,31 @@ impl DevKey {
     /// # Errors
     /// When the file cannot be created or read, or does not hold an Ed25519 key.
     pub fn load_or_create(data_dir: &Path) -> anyhow::Result<DevKey> {
-        let path = data_dir.join(FILE_NAME);
-        if !path.exists() {
+        if !Self::path(data_dir).exists() {
             create(data_dir)?;
         }
+        Self::load(data_dir)
+    }
+
+    /// Where the key of `data_dir` is kept.
+    pub fn path(data_dir: &Path) -> PathBuf {
+        data_dir.join(FILE_NAME)
+    }
+
+    /// Loads the key of `data_dir`, `None` when it does not exist yet. Creates nothing.
+    ///
+    /// # Errors
+    /// When the file cannot be read or does not hold an Ed25519 key.
+    pub fn load_existing(data_dir: &Path) -> anyhow::Result<Option<DevKey>> {
+        if Self::path(data_dir).exists() {
+            Self::load(data_dir).map(Some)
+        } else {
+            Ok(None)
+        }
+    }
+
+    fn load(data_dir: &Path) -> anyhow::Result<DevKey> {
+        let path = Self::path(data_dir);
         let pem = std::fs::read_to_string(&path)
             .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", path.display()))?;
         let signing = SigningKey::from_pkcs8_pem(&pem)
