@@ -4,8 +4,10 @@ each and reads its answer, then holds them all open and idle: prints `held N` on
 connection has its answer, and closes them when stdin closes or after HOLD seconds.
 
 usage: idle_conns.py ADDR N TOKEN [HOLD=8]     (loopback only; bounded in count and time)
+env: BATCH=100 connections opened at once (each batch within 10 s)
 """
 import asyncio
+import os
 import sys
 
 BODY = b'{"jsonrpc":"2.0","id":1,"method":"ping"}'
@@ -39,8 +41,9 @@ async def main():
     if host not in ("127.0.0.1", "localhost", "[::1]"):
         raise SystemExit("loopback only")
     writers = []
-    for start in range(0, n, 100):
-        batch = [one(host, int(port), token) for _ in range(start, min(n, start + 100))]
+    step = int(os.environ.get("BATCH", "100"))
+    for start in range(0, n, step):
+        batch = [one(host, int(port), token) for _ in range(start, min(n, start + step))]
         writers += await asyncio.wait_for(asyncio.gather(*batch), 10)
     print("held", len(writers), flush=True)
     loop = asyncio.get_running_loop()

@@ -6,8 +6,6 @@
 use std::fmt;
 use std::time::Duration;
 
-use crate::domain::{Principal, Scope};
-
 /// The longest JSON pointer an input error carries, in bytes.
 const MAX_POINTER: usize = 256;
 
@@ -148,20 +146,6 @@ impl DomainError {
             hint: hint.into(),
             missing_scopes: Vec::new(),
             step_up: Vec::new(),
-        }
-    }
-
-    /// Denied because `principal` lacks `scope`; `what` is the thing that needs it (e.g.
-    /// "tool 'cyberos.memory.append_audit'").
-    pub fn missing_scope(principal: &Principal, scope: Scope, what: &str) -> DomainError {
-        let name = scope.as_str();
-        DomainError::AuthzDenied {
-            message: format!("{what} requires scope '{name}' which is not in your token"),
-            hint: format!(
-                "Re-authorise the plugin with the '{name}' scope, or have an admin grant it."
-            ),
-            missing_scopes: vec![name.to_owned()],
-            step_up: principal.step_up(scope),
         }
     }
 

@@ -89,6 +89,20 @@ impl Principal {
         self.scopes.contains(&scope)
     }
 
+    /// Denied because this principal lacks `scope`; `what` is the thing that needs it
+    /// (e.g. "tool 'cyberos.memory.append_audit'").
+    pub fn lacks(&self, scope: Scope, what: &str) -> DomainError {
+        let name = scope.as_str();
+        DomainError::AuthzDenied {
+            message: format!("{what} requires scope '{name}' which is not in your token"),
+            hint: format!(
+                "Re-authorise the plugin with the '{name}' scope, or have an admin grant it."
+            ),
+            missing_scopes: vec![name.to_owned()],
+            step_up: self.step_up(scope),
+        }
+    }
+
     /// The scopes to ask for when a call needs `needed`: those the token grants, then
     /// `needed` (MCP 2025-11-25 authorization, step-up: the challenge names what the
     /// request needs together with what is already granted).

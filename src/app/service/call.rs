@@ -67,7 +67,7 @@ async fn run_tool(
     let spec = tool.spec();
     if !principal.has(spec.scope) {
         let what = format!("tool '{}'", tool.name());
-        return Err(DomainError::missing_scope(principal, spec.scope, &what));
+        return Err(principal.lacks(spec.scope, &what));
     }
     app.registry().validate(tool, call.arguments)?;
     if let Some(how) = confirmation::confirm(app, caller, principal, tool, &call).await? {

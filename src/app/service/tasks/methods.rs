@@ -112,5 +112,5 @@ fn may_act_on(principal: &Principal, task: &Task) -> Result<(), DomainError> {
     if principal.has(scope) {
         return Ok(());
     }
-    Err(DomainError::missing_scope(principal, scope, "this task"))
+    Err(principal.lacks(scope, "this task"))
 }

@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# Memory per connection of the release binary (`--dev --transport http` on 127.0.0.1):
+# its idle RSS, then its RSS holding N idle keep-alive HTTP/1.1 connections (each has
+# answered one authenticated ping; bench/idle_conns.py), for each N in COUNTS. The
+# server reaps an idle connection after its 10 s header-read timer, so each set is
+# opened in large batches and sampled as soon as it is held. The last line is the
+# verdict: the KiB per connection at the largest count against the 8 KiB goal (#49).
+#
+# usage: bench/conns.sh   env: COUNTS="1000 5000 10000" BENCH_BRIDGE=<binary>
+#                              (default: this tree's release build)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+
+counts=${COUNTS:-1000 5000 10000}
+goal_kib=8
+tenant=00000000-0000-4000-8000-000000000001
+largest=$(for n in $counts; do echo "$n"; done | sort -n | tail -1)
+# The server and the client each hold one descriptor per connection.
+ulimit -n "$(( largest + 1024 > $(ulimit -Hn) ? $(ulimit -Hn) : largest + 1024 ))"
+
+target=${CARGO_TARGET_DIR:-$root/target}
+if [ -z "${BENCH_BRIDGE:-}" ]; then
+  echo "== building the release binary" >&2
+  cargo build --release --quiet --bin cyberos-mcp-bridge
+fi
+bridge=${BENCH_BRIDGE:-$target/release/cyberos-mcp-bridge}
+
+tmp=$(mktemp -d)
+bridge_pid=
+cleanup() {
+  [ -n "$bridge_pid" ] && kill "$bridge_pid" 2>/dev/null || true
+  wait 2>/dev/null || true
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+rss_kib() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }
+
+CYBEROS_HTTP_CALL_RATE=off "$bridge" --dev --transport http --listen 127.0.0.1:0 \
+  --data-dir "$tmp/data" --skills-dir tests/fixtures/skills 2>"$tmp/bridge.log" &
+bridge_pid=$!
+addr=
+for _ in $(seq 1 100); do
+  addr=$(grep -o 'listening on [^ ]*' "$tmp/bridge.log" 2>/dev/null | head -1 | awk '{print $3}') || true
+  [ -n "$addr" ] && break
+  sleep 0.1
+done
+[ -n "$addr" ] || { cat "$tmp/bridge.log" >&2; exit 1; }
+grep -o 'max_connections=[0-9]*' "$tmp/bridge.log" | head -1 >&2 || true
+token=$("$bridge" --data-dir "$tmp/data" dev-token --tenant "$tenant")
+# Warm: the first requests build what every later one shares (the verifier's cache,
+# the allocator's arenas).
+python3 bench/idle_conns.py "$addr" 100 "$token" 0 </dev/null >/dev/null
+sleep 11
+rss_idle=$(rss_kib "$bridge_pid")
+echo "idle RSS ${rss_idle} KiB"
+
+per=0
+for n in $counts; do
+  mkfifo "$tmp/hold.$n"
+  BATCH=1000 python3 bench/idle_conns.py "$addr" "$n" "$token" 8 <"$tmp/hold.$n" >"$tmp/conns.$n" &
+  conns_pid=$!
+  exec 3>"$tmp/hold.$n"
+  for _ in $(seq 1 300); do
+    grep -q '^held' "$tmp/conns.$n" && break
+    kill -0 "$conns_pid" 2>/dev/null || break
+    sleep 0.05
+  done
+  held=$(awk '/^held/ { print $2 }' "$tmp/conns.$n")
+  rss=$(rss_kib "$bridge_pid")
+  exec 3>&-
+  wait "$conns_pid" || { echo "opening $n connections failed" >&2; exit 1; }
+  [ "${held:-0}" -eq "$n" ] || { echo "held ${held:-0} of $n" >&2; exit 1; }
+  per=$(awk -v r="$rss" -v i="$rss_idle" -v n="$n" 'BEGIN { printf "%.1f", (r - i) / n }')
+  echo "$n idle keep-alive connections: RSS ${rss} KiB, ${per} KiB each above idle"
+  # Let the server reap them before the next set.
+  sleep 11
+done
+if awk -v p="$per" -v g="$goal_kib" 'BEGIN { exit !(p <= g) }'; then
+  echo "conns: PASS — ${per} KiB per idle connection at ${largest} (goal ≤ ${goal_kib} KiB)"
+else
+  echo "conns: FAIL — ${per} KiB per idle connection at ${largest} (goal ≤ ${goal_kib} KiB)"
+  exit 1
+fi
