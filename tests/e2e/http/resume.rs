@@ -239,6 +239,39 @@ async fn a_stream_whose_first_progress_comes_at_once_is_resumable_from_it() {
 }
 
 #[tokio::test]
+async fn a_stream_answered_before_its_task_is_named_carries_no_plain_id() {
+    // An SSE-only client's `tasks/result` for a task that does not exist: a stream of a
+    // waiting kind, answered with an error before any task is named.
+    let s = Server::start(&[]);
+    let t = s.token(LOCAL, None);
+    let body = rpc(
+        8,
+        "tasks/result",
+        json!({"taskId": "t-aaaaaaaaaaaaaaaaaaaaaaaaaa"}),
+    );
+    let reply = s
+        .send(
+            s.client
+                .post(s.url("/mcp"))
+                .header("content-type", "application/json")
+                .header("accept", "text/event-stream")
+                .bearer_auth(&t)
+                .body(body.to_string()),
+        )
+        .await;
+    let events = reply.events();
+    let (last, before) = events.split_last().expect("an answer");
+    let answer: Value = serde_json::from_str(&last.1).unwrap();
+    assert_eq!(answer["id"], 8, "{answer}");
+    assert!(answer["error"].is_object(), "{answer}");
+    // Every id a resumable stream sends resumes; the answer ends it without one.
+    assert!(last.0.is_empty(), "the answer's id: {:?}", last.0);
+    for (id, _) in before {
+        assert!(id.is_empty() || id.starts_with("t-"), "{events:?}");
+    }
+}
+
+#[tokio::test]
 async fn a_waiting_call_cut_mid_way_resumes_on_another_instance_of_the_same_postgres() {
     let Some(url) = std::thread::spawn(crate::support::pg::database_url)
         .join()

@@ -248,10 +248,11 @@ impl Stream {
         let _ = self.events.send(Bytes::from(retry)).await;
     }
 
-    /// The response: without an id on a resumable stream whose task is known (the
-    /// stream is over; resuming from the last progress id gives the response again).
+    /// The response: without an id on a resumable stream (the stream is over; resuming
+    /// from the last progress id gives the response again, and a stream whose task was
+    /// never named has no event to resume from).
     async fn answer(&mut self, frame: &str) {
-        if self.task().is_some() {
+        if self.resumable.is_some() {
             self.emit(None, frame).await;
         } else {
             self.send(frame).await;
