@@ -3,17 +3,27 @@
 # its idle RSS, then its RSS holding N idle keep-alive HTTP/1.1 connections (each has
 # answered one authenticated ping; bench/idle_conns.py), for each N in COUNTS. The
 # server reaps an idle connection after its 10 s header-read timer, so each set is
-# opened in large batches and sampled as soon as it is held. The last line is the
-# verdict: the KiB per connection at the largest count against the 8 KiB goal (#49).
+# opened in large batches and sampled as soon as it is held.
 #
-# usage: bench/conns.sh   env: COUNTS="1000 5000 10000" BENCH_BRIDGE=<binary>
-#                              (default: this tree's release build)
+# Then, on a fresh instance, its RSS holding N `tools/call` SSE streams that wait, for
+# each N in STREAMS (bench/waiting_streams.py): each its own connection and session, a
+# call of the write tool waiting for the client to answer its confirmation question,
+# spread over 8 tenants x 16 subjects (the bridge's caps on open questions). The
+# instance's in-flight cap is raised to hold them (--http-max-inflight).
+#
+# The last two lines are the verdicts: KiB per idle connection at the largest COUNTS
+# against 8 KiB, and KiB per waiting stream at the largest STREAMS against 24 KiB (#49).
+#
+# usage: bench/conns.sh   env: COUNTS="1000 5000 10000" STREAMS="500 1000 2000"
+#                              BENCH_BRIDGE=<binary> (default: this tree's release build)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
 
 counts=${COUNTS:-1000 5000 10000}
+streams=${STREAMS:-500 1000 2000}
 goal_kib=8
+stream_goal_kib=24
 tenant=00000000-0000-4000-8000-000000000001
 largest=$(for n in $counts; do echo "$n"; done | sort -n | tail -1)
 # The server and the client each hold one descriptor per connection.
@@ -37,16 +47,23 @@ trap cleanup EXIT
 
 rss_kib() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }
 
-CYBEROS_HTTP_CALL_RATE=off "$bridge" --dev --transport http --listen 127.0.0.1:0 \
-  --data-dir "$tmp/data" --skills-dir tests/fixtures/skills 2>"$tmp/bridge.log" &
-bridge_pid=$!
-addr=
-for _ in $(seq 1 100); do
-  addr=$(grep -o 'listening on [^ ]*' "$tmp/bridge.log" 2>/dev/null | head -1 | awk '{print $3}') || true
-  [ -n "$addr" ] && break
-  sleep 0.1
-done
-[ -n "$addr" ] || { cat "$tmp/bridge.log" >&2; exit 1; }
+# start_bridge [extra flags...]: a fresh instance on a fresh data dir; sets bridge_pid, addr.
+start_bridge() {
+  rm -rf "$tmp/data"
+  CYBEROS_HTTP_CALL_RATE=off "$bridge" --dev --transport http --listen 127.0.0.1:0 \
+    --data-dir "$tmp/data" --skills-dir tests/fixtures/skills "$@" 2>"$tmp/bridge.log" &
+  bridge_pid=$!
+  addr=
+  for _ in $(seq 1 100); do
+    addr=$(grep -o 'listening on [^ ]*' "$tmp/bridge.log" 2>/dev/null | head -1 | awk '{print $3}') || true
+    [ -n "$addr" ] && break
+    sleep 0.1
+  done
+  [ -n "$addr" ] || { cat "$tmp/bridge.log" >&2; exit 1; }
+}
+stop_bridge() { kill "$bridge_pid"; wait "$bridge_pid" 2>/dev/null || true; bridge_pid=; }
+
+start_bridge
 grep -o 'max_connections=[0-9]*' "$tmp/bridge.log" | head -1 >&2 || true
 token=$("$bridge" --data-dir "$tmp/data" dev-token --tenant "$tenant")
 # Warm: the first requests build what every later one shares (the verifier's cache,
@@ -77,9 +94,54 @@ for n in $counts; do
   # Let the server reap them before the next set.
   sleep 11
 done
+stop_bridge
+
+# Waiting SSE streams, on a fresh instance.
+start_bridge --http-max-inflight 4096
+for t in $(seq 1 8); do
+  for s in $(seq 1 16); do
+    "$bridge" --data-dir "$tmp/data" dev-token --tenant "00000000-0000-4000-8000-00000000000$t" --sub "bench-$s"
+  done
+done >"$tmp/tokens"
+python3 bench/waiting_streams.py "$addr" 16 "$tmp/tokens" 0 </dev/null >/dev/null
+sleep 2
+rss_idle=$(rss_kib "$bridge_pid")
+echo "idle RSS ${rss_idle} KiB (fresh instance, after 16 warm-up streams)"
+sper=0
+slargest=0
+for n in $streams; do
+  rm -f "$tmp/hold.s$n"; mkfifo "$tmp/hold.s$n"
+  python3 bench/waiting_streams.py "$addr" "$n" "$tmp/tokens" 60 <"$tmp/hold.s$n" >"$tmp/streams.$n" &
+  streams_pid=$!
+  exec 3>"$tmp/hold.s$n"
+  for _ in $(seq 1 1200); do
+    grep -q '^held' "$tmp/streams.$n" && break
+    kill -0 "$streams_pid" 2>/dev/null || break
+    sleep 0.05
+  done
+  held=$(awk '/^held/ { print $2 }' "$tmp/streams.$n")
+  rss=$(rss_kib "$bridge_pid")
+  exec 3>&-
+  wait "$streams_pid" || { echo "opening $n waiting streams failed" >&2; tail -5 "$tmp/bridge.log" >&2; exit 1; }
+  [ "${held:-0}" -eq "$n" ] || { echo "held ${held:-0} of $n streams" >&2; exit 1; }
+  sper=$(awk -v r="$rss" -v i="$rss_idle" -v n="$n" 'BEGIN { printf "%.1f", (r - i) / n }')
+  slargest=$n
+  echo "$n waiting tools/call SSE streams: RSS ${rss} KiB, ${sper} KiB each above idle"
+  # The closed streams' questions are withdrawn; let the instance settle.
+  sleep 3
+done
+
+status=0
 if awk -v p="$per" -v g="$goal_kib" 'BEGIN { exit !(p <= g) }'; then
   echo "conns: PASS — ${per} KiB per idle connection at ${largest} (goal ≤ ${goal_kib} KiB)"
 else
   echo "conns: FAIL — ${per} KiB per idle connection at ${largest} (goal ≤ ${goal_kib} KiB)"
-  exit 1
+  status=1
 fi
+if awk -v p="$sper" -v g="$stream_goal_kib" 'BEGIN { exit !(p <= g) }'; then
+  echo "streams: PASS — ${sper} KiB per waiting tools/call stream at ${slargest} (goal ≤ ${stream_goal_kib} KiB)"
+else
+  echo "streams: FAIL — ${sper} KiB per waiting tools/call stream at ${slargest} (goal ≤ ${stream_goal_kib} KiB)"
+  status=1
+fi
+exit $status

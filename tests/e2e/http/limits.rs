@@ -227,3 +227,52 @@ async fn a_connection_past_the_cap_gets_503_with_retry_after_and_is_closed() {
     });
     served.await.unwrap();
 }
+
+#[tokio::test]
+async fn an_http2_client_past_the_cap_gets_503_with_retry_after_on_its_stream() {
+    let s = Server::start(&["--http-max-connections", "1"]);
+    let t = s.token(LOCAL, None);
+    let addr = s.base.trim_start_matches("http://").to_owned();
+    // One HTTP/1.1 connection kept open, answered: the cap.
+    let (held_tx, held_rx) = std::sync::mpsc::channel::<()>();
+    let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
+    let holder = {
+        let t = t.clone();
+        std::thread::spawn(move || {
+            let mut c = std::net::TcpStream::connect(&addr).unwrap();
+            c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+            let answer = ping_on(&mut c, &addr, &t);
+            assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+            held_tx.send(()).unwrap();
+            let _ = release_rx.recv_timeout(Duration::from_secs(30));
+        })
+    };
+    tokio::task::spawn_blocking(move || held_rx.recv_timeout(Duration::from_secs(10)))
+        .await
+        .unwrap()
+        .expect("the first connection is answered");
+    let h2 = reqwest::Client::builder()
+        .http2_prior_knowledge()
+        .build()
+        .unwrap();
+    let resp = h2
+        .post(s.url("/mcp"))
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .bearer_auth(&t)
+        .body(rpc(1, "ping", json!({})).to_string())
+        .send()
+        .await
+        .expect("an answer, not a broken connection");
+    assert_eq!(resp.version(), reqwest::Version::HTTP_2);
+    assert_eq!(resp.status(), 503);
+    assert_eq!(resp.headers()["retry-after"], "1");
+    let body: serde_json::Value = serde_json::from_str(&resp.text().await.unwrap()).unwrap();
+    assert_eq!(
+        body["error"]["data"]["class"], "upstream_unavailable",
+        "{body}"
+    );
+    assert!(body["error"]["data"]["trace_id"].is_string(), "{body}");
+    release_tx.send(()).unwrap();
+    holder.join().unwrap();
+}

@@ -21,6 +21,7 @@ mod gate;
 mod limits;
 mod mcp;
 mod origin;
+mod overflow;
 mod ready;
 mod reply;
 mod resumable;

@@ -4,7 +4,8 @@
 //! fewer and smaller headers, a bounded number of concurrent HTTP/2 streams and a
 //! keep-alive ping that drops dead HTTP/2 peers, a cap on open connections past which a
 //! new one is answered `503` + `Retry-After` and closed (never left in the backlog or
-//! reset) — and a graceful stop that drains in-flight requests within a deadline.
+//! reset; `overflow.rs`) — and a graceful stop that drains in-flight requests within a
+//! deadline.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -17,21 +18,19 @@ use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
+use super::overflow;
 use super::router::{HttpSettings, router};
 use super::session_id::SessionKey;
 use crate::app::App;
 use crate::app::config::{Config, ConfigError};
-use crate::app::edge::rpc::{self, RpcError};
-use crate::app::telemetry::ids::request_trace;
 use crate::app::telemetry::{self, Refusal};
-use crate::domain::ErrorClass;
 
 /// Time a client has to send a request's headers, and the longest idle keep-alive.
 const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 /// Headers per request (hyper answers 431 beyond).
 const MAX_HEADERS: usize = 64;
 /// Read buffer per connection, which bounds the header block (431 beyond).
-const MAX_BUF: usize = 64 * 1024;
+pub(super) const MAX_BUF: usize = 64 * 1024;
 /// Concurrent streams of one HTTP/2 connection.
 const MAX_STREAMS: u32 = 128;
 /// HTTP/2: a ping after this long without frames; no answer within as long closes.
@@ -41,8 +40,6 @@ const H2_PING: Duration = Duration::from_secs(20);
 const MAX_REFUSING: usize = 256;
 /// How long a connection past the cap has to take its 503.
 const REFUSE_FOR: Duration = Duration::from_secs(2);
-/// How long the 503 waits for the request's head.
-const HEAD_WAIT: Duration = Duration::from_millis(500);
 /// The open connections of the metrics listener.
 pub(super) const SCRAPE_CONNECTIONS: usize = 64;
 /// How long a graceful stop waits for in-flight requests.
@@ -158,7 +155,7 @@ pub(super) async fn accept<S>(
             telemetry::refused(Refusal::Shed, None);
             if let Ok(refusal) = Arc::clone(&refusing).try_acquire_owned() {
                 tokio::spawn(async move {
-                    let _ = tokio::time::timeout(REFUSE_FOR, refuse(stream)).await;
+                    let _ = tokio::time::timeout(REFUSE_FOR, overflow::refuse(stream)).await;
                     drop(refusal);
                 });
             }
@@ -184,49 +181,4 @@ pub(super) async fn accept<S>(
     {
         tracing::warn!("some requests did not finish within {DRAIN:?}; closing them");
     }
-}
-
-/// Answers a connection past the cap: once the request's head is in (or a moment has
-/// passed), `503`, `Retry-After`, a JSON-RPC error body, then the end of the connection.
-/// What else the client sent is read and dropped before the socket closes, so the client
-/// sees the answer, not a reset.
-async fn refuse(mut stream: tokio::net::TcpStream) {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    // An HTTP client takes an answer that comes before its request for a broken
-    // connection: wait for the end of the head, within a bounded read.
-    let mut head = Vec::with_capacity(1024);
-    let mut buf = [0u8; 4096];
-    let _ = tokio::time::timeout(HEAD_WAIT, async {
-        while head.len() < MAX_BUF && !head.windows(4).any(|w| w == b"\r\n\r\n") {
-            match stream.read(&mut buf).await {
-                Ok(n) if n > 0 => head.extend_from_slice(&buf[..n]),
-                _ => break,
-            }
-        }
-    })
-    .await;
-    let body = over_connections_body();
-    let head = format!(
-        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nretry-after: 1\r\nconnection: close\r\ncontent-length: {}\r\n\r\n",
-        body.len()
-    );
-    if stream.write_all(head.as_bytes()).await.is_err()
-        || stream.write_all(body.as_bytes()).await.is_err()
-        || stream.shutdown().await.is_err()
-    {
-        return;
-    }
-    while matches!(stream.read(&mut buf).await, Ok(n) if n > 0) {}
-}
-
-/// The error a connection past the cap gets.
-fn over_connections_body() -> String {
-    let err = RpcError::of_class(
-        ErrorClass::UpstreamUnavailable,
-        "the bridge has too many open connections",
-        "Retry after the number of seconds in Retry-After, or reuse a connection; the bridge is at its --http-max-connections.",
-        request_trace(),
-    )
-    .with_retry_after(Duration::from_secs(1));
-    rpc::failure(None, &err)
 }
