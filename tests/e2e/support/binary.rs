@@ -52,15 +52,7 @@ impl Bridge {
     /// As [`Bridge::spawn_with_env`], in a data dir shared with other bridges (the caller
     /// keeps it alive).
     pub fn spawn_at(data_dir: &Path, extra: &[&str], env: &[(&str, &str)]) -> Bridge {
-        let (child, stdin, frames) = Bridge::launch(data_dir, extra, env, None);
-        Bridge {
-            child,
-            stdin,
-            frames,
-            sent: HashMap::new(),
-            next_id: 1,
-            _data_dir: None,
-        }
+        Bridge::spawn_program(binary(), data_dir, extra, env, None)
     }
 
     /// As [`Bridge::spawn_with_env`], in a given data dir.
@@ -75,24 +67,39 @@ impl Bridge {
         env: &[(&str, &str)],
         log: Option<mpsc::Sender<String>>,
     ) -> Bridge {
-        let (child, stdin, frames) = Bridge::launch(data_dir.path(), extra, env, log);
+        let mut b = Bridge::spawn_program(binary(), data_dir.path(), extra, env, log);
+        b._data_dir = Some(data_dir);
+        b
+    }
+
+    /// Runs `program` (a program built on the library, taking the bridge's flags) as
+    /// [`Bridge::spawn_at`] runs the bridge, sending each stderr line to `log` when given.
+    pub fn spawn_program(
+        program: impl AsRef<std::ffi::OsStr>,
+        data_dir: &Path,
+        extra: &[&str],
+        env: &[(&str, &str)],
+        log: Option<mpsc::Sender<String>>,
+    ) -> Bridge {
+        let (child, stdin, frames) = Bridge::launch(program, data_dir, extra, env, log);
         Bridge {
             child,
             stdin,
             frames,
             sent: HashMap::new(),
             next_id: 1,
-            _data_dir: Some(data_dir),
+            _data_dir: None,
         }
     }
 
     fn launch(
+        program: impl AsRef<std::ffi::OsStr>,
         data_dir: &Path,
         extra: &[&str],
         env: &[(&str, &str)],
         log: Option<mpsc::Sender<String>>,
     ) -> (Child, Option<ChildStdin>, mpsc::Receiver<String>) {
-        let mut cmd = Command::new(binary());
+        let mut cmd = Command::new(program);
         cmd.arg("--data-dir")
             .arg(data_dir)
             .arg("--skills-dir")
