@@ -57,8 +57,9 @@
 //! }
 //! ```
 //!
-//! `examples/custom_memory.rs` is a complete program; `ARCHITECTURE.md` is the map of the
-//! code.
+//! The bridge logs through `tracing` and never to stdout: a program that wants its logs
+//! installs a subscriber writing to stderr. `examples/custom_memory.rs` is a complete
+//! program; `ARCHITECTURE.md` is the map of the code.
 
 mod bridge;
 mod runner;
