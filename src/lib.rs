@@ -14,29 +14,19 @@
 //! ```no_run
 //! use std::sync::Arc;
 //!
-//! use cyberos_mcp_bridge::domain::memory::{
-//!     AuditEntry, AuditPage, AuditQuery, AuditReceipt, NewAuditEntry,
-//! };
-//! use cyberos_mcp_bridge::{Bridge, CallCtx, DomainError, MemoryClient, async_trait};
+//! use cyberos_mcp_bridge::domain::skill::Skill;
+//! use cyberos_mcp_bridge::{Bridge, DomainError, SkillIndex, async_trait};
 //!
-//! /// An audit log that keeps nothing: every append is refused.
-//! struct ReadOnly;
+//! /// A bridge that serves no SKILL folders.
+//! struct NoSkills;
 //!
 //! #[async_trait]
-//! impl MemoryClient for ReadOnly {
-//!     async fn append(
-//!         &self,
-//!         _: &CallCtx,
-//!         _: &NewAuditEntry,
-//!         _: &str,
-//!     ) -> Result<AuditReceipt, DomainError> {
-//!         Err(DomainError::invalid("this audit log is read-only"))
+//! impl SkillIndex for NoSkills {
+//!     async fn list(&self, _: Option<&str>, _: usize) -> Result<Vec<Arc<Skill>>, DomainError> {
+//!         Ok(Vec::new())
 //!     }
-//!     async fn get(&self, _: &CallCtx, _: &str) -> Result<AuditEntry, DomainError> {
-//!         Err(DomainError::invalid("audit entry not found"))
-//!     }
-//!     async fn list(&self, _: &CallCtx, _: &AuditQuery) -> Result<AuditPage, DomainError> {
-//!         Ok(AuditPage { entries: Vec::new(), next_cursor: None })
+//!     async fn get(&self, _: &str) -> Result<Option<Skill>, DomainError> {
+//!         Ok(None)
 //!     }
 //!     async fn check(&self) -> Result<(), DomainError> {
 //!         Ok(())
@@ -48,7 +38,9 @@
 //!     let bridge = Bridge::builder()
 //!         .data_dir("/var/lib/my-bridge")
 //!         .dev()
-//!         .memory(Arc::new(ReadOnly))
+//!         .skills(Arc::new(NoSkills))
+//!         // The CUO runner bundled in an installed bridge binary.
+//!         .cuo_command(["cyberos-mcp-bridge", "cuo-runner"])
 //!         .build()
 //!         .await?;
 //!     // One MCP client on stdin/stdout, until EOF or SIGTERM.
