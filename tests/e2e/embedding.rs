@@ -7,6 +7,7 @@ use std::sync::{Arc, mpsc};
 use std::time::{Duration, SystemTime};
 
 use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio_util::sync::CancellationToken;
 
 use cyberos_mcp_bridge::adapters::sqlite::SqliteStore;
@@ -18,7 +19,6 @@ use cyberos_mcp_bridge::{Bridge, BridgeBuilder, MemoryClient, ServeError, TaskSt
 use crate::support::binary::{self, Bridge as Process};
 use crate::support::fakes::{InMemoryAudit, StaticTokens};
 use crate::support::http_server::{client, read};
-use crate::support::in_process::Client;
 use crate::support::schema::check_frame;
 use crate::support::{call_ctx, fixtures};
 use crate::tasks::{ADR, LOCAL};
@@ -52,6 +52,73 @@ fn builder(dir: &Path) -> BridgeBuilder {
         .token_file(token)
 }
 
+/// One client of a `Bridge` served by `serve_io` over an in-memory pipe.
+struct Pipe {
+    write: tokio::io::WriteHalf<tokio::io::DuplexStream>,
+    read: tokio::io::Lines<BufReader<tokio::io::ReadHalf<tokio::io::DuplexStream>>>,
+    server: tokio::task::JoinHandle<Result<(), ServeError>>,
+}
+
+impl Pipe {
+    /// Serves `bridge` and completes the handshake.
+    async fn over(bridge: Bridge) -> Pipe {
+        let (client, server) = tokio::io::duplex(1 << 20);
+        let (server_read, server_write) = tokio::io::split(server);
+        let stop = CancellationToken::new();
+        let server = tokio::spawn(bridge.serve_io(server_read, server_write, stop));
+        let (read, write) = tokio::io::split(client);
+        let read = BufReader::new(read).lines();
+        let mut pipe = Pipe {
+            write,
+            read,
+            server,
+        };
+        let init = pipe
+            .request(1, "initialize", crate::support::init_params("2025-11-25"))
+            .await;
+        assert_eq!(init["result"]["protocolVersion"], "2025-11-25", "{init}");
+        pipe.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+            .await;
+        pipe
+    }
+
+    async fn send(&mut self, message: Value) {
+        let line = format!("{message}\n");
+        self.write.write_all(line.as_bytes()).await.unwrap();
+    }
+
+    /// Sends a request and returns its answer (notifications before it are checked and
+    /// dropped); every frame is checked against the schema.
+    async fn request(&mut self, id: i64, method: &str, params: Value) -> Value {
+        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
+            .await;
+        loop {
+            let line = tokio::time::timeout(Duration::from_secs(20), self.read.next_line());
+            let line = line.await.expect("an answer in time").unwrap();
+            let frame: Value = serde_json::from_str(&line.expect("a line")).unwrap();
+            if frame.get("method").is_some() {
+                check_frame(&frame, None, false);
+                continue;
+            }
+            assert_eq!(frame["id"], id, "{frame}");
+            check_frame(&frame, Some(method), false);
+            return frame;
+        }
+    }
+
+    async fn call(&mut self, id: i64, tool: &str, arguments: Value) -> Value {
+        let params = json!({"name": tool, "arguments": arguments});
+        self.request(id, "tools/call", params).await
+    }
+
+    /// Closes the input; the server must then end cleanly, running tasks finished.
+    async fn finish(self) {
+        drop((self.write, self.read));
+        let served = tokio::time::timeout(Duration::from_secs(20), self.server).await;
+        served.expect("the server stops at EOF").unwrap().unwrap();
+    }
+}
+
 fn audit_id(frame: &Value) -> String {
     let id = frame["result"]["structuredContent"]["audit_id"].as_str();
     id.unwrap_or_else(|| panic!("no receipt: {frame}"))
@@ -63,7 +130,7 @@ async fn a_memory_adapter_given_in_code_is_the_audit_log() {
     let dir = tempfile::tempdir().unwrap();
     let audit = Arc::new(InMemoryAudit::default());
     let bridge = builder(dir.path()).memory(audit.clone()).build().await;
-    let mut c = Client::over(bridge.unwrap()).await;
+    let mut c = Pipe::over(bridge.unwrap()).await;
     let id = audit_id(&c.request(2, "tools/call", append()).await);
     let read = c
         .call(3, "cyberos.memory.read_audit", json!({"audit_id": id}))
@@ -104,7 +171,7 @@ async fn a_bridge_given_a_store_and_an_audit_log_opens_neither_of_its_own() {
     let data = dir.path().join("data");
     assert!(!data.exists(), "no data dir is made for a store not used");
 
-    let mut c = Client::over(bridge).await;
+    let mut c = Pipe::over(bridge).await;
     let handle = c.call(2, "cyberos.cuo.execute_workflow", ADR()).await;
     let task = handle["result"]["structuredContent"]["task_id"].as_str();
     let task = task
@@ -251,7 +318,7 @@ fn the_custom_memory_example_serves_its_own_adapter_over_stdio() {
     let program = example("custom_memory");
     let dir = tempfile::tempdir().unwrap();
     let (log, lines) = mpsc::channel();
-    let mut b = Process::spawn_program(&program, dir.path(), &["--dev"], &[], Some(log));
+    let mut b = Process::spawn_program(&program, dir.path(), &["--dev"], Some(log));
     b.initialize();
     let receipt = b.request("tools/call", append());
     let id = audit_id(&receipt);

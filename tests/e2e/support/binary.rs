@@ -52,7 +52,15 @@ impl Bridge {
     /// As [`Bridge::spawn_with_env`], in a data dir shared with other bridges (the caller
     /// keeps it alive).
     pub fn spawn_at(data_dir: &Path, extra: &[&str], env: &[(&str, &str)]) -> Bridge {
-        Bridge::spawn_program(binary(), data_dir, extra, env, None)
+        let (child, stdin, frames) = Bridge::launch(data_dir, extra, env, None);
+        Bridge {
+            child,
+            stdin,
+            frames,
+            sent: HashMap::new(),
+            next_id: 1,
+            _data_dir: None,
+        }
     }
 
     /// As [`Bridge::spawn_with_env`], in a given data dir.
@@ -67,32 +75,46 @@ impl Bridge {
         env: &[(&str, &str)],
         log: Option<mpsc::Sender<String>>,
     ) -> Bridge {
-        let mut b = Bridge::spawn_program(binary(), data_dir.path(), extra, env, log);
-        b._data_dir = Some(data_dir);
-        b
-    }
-
-    /// Runs `program` (a program built on the library, taking the bridge's flags) as
-    /// [`Bridge::spawn_at`] runs the bridge, sending each stderr line to `log` when given.
-    pub fn spawn_program(
-        program: impl AsRef<std::ffi::OsStr>,
-        data_dir: &Path,
-        extra: &[&str],
-        env: &[(&str, &str)],
-        log: Option<mpsc::Sender<String>>,
-    ) -> Bridge {
-        let (child, stdin, frames) = Bridge::launch(program, data_dir, extra, env, log);
+        let (child, stdin, frames) = Bridge::launch(data_dir.path(), extra, env, log);
         Bridge {
             child,
             stdin,
             frames,
             sent: HashMap::new(),
             next_id: 1,
-            _data_dir: None,
+            _data_dir: Some(data_dir),
         }
     }
 
     fn launch(
+        data_dir: &Path,
+        extra: &[&str],
+        env: &[(&str, &str)],
+        log: Option<mpsc::Sender<String>>,
+    ) -> (Child, Option<ChildStdin>, mpsc::Receiver<String>) {
+        Bridge::launch_program(binary(), data_dir, extra, env, log)
+    }
+
+    /// Runs `program` (a program built on the library, taking the bridge's flags) as
+    /// [`Bridge::spawn_at`] runs the bridge, sending each stderr line to `log` when given.
+    pub fn spawn_program(
+        program: &Path,
+        data_dir: &Path,
+        extra: &[&str],
+        log: Option<mpsc::Sender<String>>,
+    ) -> Bridge {
+        let (child, stdin, frames) = Bridge::launch_program(program, data_dir, extra, &[], log);
+        Bridge {
+            child,
+            stdin,
+            frames,
+            sent: Default::default(),
+            next_id: 1,
+            _data_dir: None,
+        }
+    }
+
+    fn launch_program(
         program: impl AsRef<std::ffi::OsStr>,
         data_dir: &Path,
         extra: &[&str],

@@ -90,27 +90,6 @@ impl Client {
             CancellationToken::new(),
         ));
         let (read, write) = tokio::io::split(client);
-        Client::initialized(read, write, server).await
-    }
-
-    /// A client of `bridge` served by [`Bridge::serve_io`](cyberos_mcp_bridge::Bridge::serve_io)
-    /// until EOF; initialized.
-    pub(crate) async fn over(bridge: cyberos_mcp_bridge::Bridge) -> Client {
-        let (client, server) = tokio::io::duplex(1 << 20);
-        let (server_read, server_write) = tokio::io::split(server);
-        let server = tokio::spawn(async move {
-            let served = bridge.serve_io(server_read, server_write, CancellationToken::new());
-            served.await.map_err(std::io::Error::other)
-        });
-        let (read, write) = tokio::io::split(client);
-        Client::initialized(read, write, server).await
-    }
-
-    async fn initialized(
-        read: tokio::io::ReadHalf<DuplexStream>,
-        write: tokio::io::WriteHalf<DuplexStream>,
-        server: tokio::task::JoinHandle<std::io::Result<()>>,
-    ) -> Client {
         let mut c = Client {
             write,
             read: BufReader::new(read).lines(),
