@@ -1,18 +1,16 @@
 //! The subcommands and the serve loop, each returning the process exit code.
 
 use std::io::Write;
-use std::sync::Arc;
 
 use serde_json::{Value, json};
-use tokio_util::sync::CancellationToken;
 
 use crate::app::config::{Command, Config, Transport};
+use crate::app::edge::dispatch;
 use crate::app::edge::rpc::{Request, RequestId};
 use crate::app::edge::session::Session;
-use crate::app::edge::{dispatch, stdio};
-use crate::app::service::tasks::SHUTDOWN_GRACE;
-use crate::app::{App, wiring};
+use crate::app::wiring;
 use crate::domain::Tool;
+use crate::{Bridge, ServeError};
 
 /// Exit code for success.
 pub const EXIT_OK: i32 = 0;
@@ -157,159 +155,43 @@ async fn decide(config: &Config, id: &str, approve: bool, yes: bool) -> i32 {
     }
 }
 
+/// Builds the bridge through the same builder an embedding program uses, and serves.
 async fn serve(config: Config) -> i32 {
-    let app = match wiring::app(&config).await {
-        Ok(app) => app,
+    let dev_http = config.transport == Transport::Http && config.identity.dev;
+    let bridge = match Bridge::from_config(config.clone()).build().await {
+        Ok(bridge) => bridge,
         Err(e) => {
             eprintln!("cyberos-mcp-bridge: {e}");
             return EXIT_USAGE;
         }
     };
-    if config.transport == Transport::Http {
-        // Streamable HTTP until SIGTERM: stop accepting, drain in-flight requests
-        // (bounded), then give running tasks the same short grace as stdio does.
-        if config.identity.dev {
-            match wiring::dev_bearer_token(&config) {
-                Ok(token) => eprintln!(
-                    "cyberos-mcp-bridge: --dev bearer token (local tenant {}, every scope, 30 days):\n{token}",
-                    crate::app::service::identity::LOCAL_TENANT
-                ),
-                Err(e) => {
-                    eprintln!("cyberos-mcp-bridge: {e}");
-                    return EXIT_USAGE;
-                }
-            }
-        }
-        let shutdown = CancellationToken::new();
-        tokio::spawn(cancel_on_signal(shutdown.clone()));
-        app.start_background(shutdown.clone());
-        let sessions = match wiring::session_key(&config) {
-            Ok(key) => crate::app::edge::http::SessionKey::new(&key),
+    if dev_http {
+        match wiring::dev_bearer_token(&config) {
+            Ok(token) => eprintln!(
+                "cyberos-mcp-bridge: --dev bearer token (local tenant {}, every scope, 30 days):\n{token}",
+                crate::app::service::identity::LOCAL_TENANT
+            ),
             Err(e) => {
                 eprintln!("cyberos-mcp-bridge: {e}");
                 return EXIT_USAGE;
             }
-        };
-        let runs = runs_end_on(&app, &shutdown);
-        let code =
-            match crate::app::edge::http::serve(app.clone(), &config, sessions, shutdown.clone())
-                .await
-            {
-                Ok(()) => EXIT_OK,
-                Err(e @ crate::app::edge::http::ServeError::Config(_)) => {
-                    eprintln!("cyberos-mcp-bridge: {e}");
-                    EXIT_USAGE
-                }
-                Err(e) => {
-                    eprintln!("cyberos-mcp-bridge: {e}");
-                    EXIT_FAILED
-                }
-            };
-        shutdown.cancel();
-        let _ = runs.await;
-        return code;
+        }
     }
-    let shutdown = CancellationToken::new();
-    tokio::spawn(cancel_on_signal(shutdown.clone()));
-    tracing::info!(
-        version = env!("CARGO_PKG_VERSION"),
-        "serving MCP 2025-11-25 on stdio"
-    );
-    app.start_background(shutdown.clone());
-    let runs = runs_end_on(&app, &shutdown);
-    let (input, output) = stdio_streams();
-    let code = match stdio::serve(app.clone(), input, output, shutdown.clone()).await {
+    match bridge.serve().await {
         Ok(()) => EXIT_OK,
-        Err(e) => {
+        Err(e @ ServeError::Config(_)) => {
+            eprintln!("cyberos-mcp-bridge: {e}");
+            EXIT_USAGE
+        }
+        Err(ServeError::Input(e)) => {
             tracing::error!("reading stdin failed: {e}");
             EXIT_FAILED
         }
-    };
-    if !shutdown.is_cancelled() {
-        // EOF: running tasks finish (bounded by their timeouts) so a reconnecting host
-        // finds their results.
-        tracing::info!("stdin closed; waiting for running tasks");
-        app.runner().drain().await;
-        shutdown.cancel();
-    }
-    let _ = runs.await;
-    code
-}
-
-/// From SIGTERM on, the runs get their grace and are then killed and failed, while the
-/// transport drains: a request waiting for a run of this instance gets the run's
-/// outcome, not an error. (After EOF's drain there is nothing left to stop.)
-fn runs_end_on(app: &App, shutdown: &CancellationToken) -> tokio::task::JoinHandle<()> {
-    let (runner, stop) = (Arc::clone(app.runner()), shutdown.clone());
-    tokio::spawn(async move {
-        stop.cancelled().await;
-        runner.shutdown(SHUTDOWN_GRACE).await;
-    })
-}
-
-type Input = Box<dyn tokio::io::AsyncRead + Unpin + Send>;
-type Output = Box<dyn tokio::io::AsyncWrite + Unpin + Send>;
-
-/// stdin and stdout as async streams. Hosts connect us with pipes, which are read and
-/// written directly on the reactor; anything else (a terminal, a file) goes through
-/// tokio's blocking-thread adapters, which cost a thread hand-off per read or write.
-fn stdio_streams() -> (Input, Output) {
-    #[cfg(unix)]
-    {
-        use std::os::fd::AsFd;
-        use tokio::net::unix::pipe;
-        let input: Input = match std::io::stdin()
-            .as_fd()
-            .try_clone_to_owned()
-            .map(pipe::Receiver::from_owned_fd)
-        {
-            Ok(Ok(rx)) => Box::new(rx),
-            _ => Box::new(tokio::io::stdin()),
-        };
-        let output: Output = match std::io::stdout()
-            .as_fd()
-            .try_clone_to_owned()
-            .map(pipe::Sender::from_owned_fd)
-        {
-            Ok(Ok(tx)) => Box::new(tx),
-            _ => Box::new(tokio::io::stdout()),
-        };
-        (input, output)
-    }
-    #[cfg(not(unix))]
-    (Box::new(tokio::io::stdin()), Box::new(tokio::io::stdout()))
-}
-
-/// SIGTERM or Ctrl-C starts the graceful stop; a second one ends the process at once
-/// (exit 1), for an operator who will not wait for the grace and the drain.
-async fn cancel_on_signal(token: CancellationToken) {
-    if !stop_signal().await {
-        return;
-    }
-    tracing::info!("shutting down (a second SIGTERM or Ctrl-C exits at once)");
-    token.cancel();
-    if stop_signal().await {
-        tracing::warn!("second stop signal: exiting without waiting for runs or requests");
-        crate::app::telemetry::logs::flush();
-        std::process::exit(EXIT_FAILED);
-    }
-}
-
-/// Waits for SIGTERM or Ctrl-C; `false` when they cannot be listened for.
-async fn stop_signal() -> bool {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        let Ok(mut term) = signal(SignalKind::terminate()) else {
-            return false;
-        };
-        tokio::select! {
-            _ = term.recv() => true,
-            r = tokio::signal::ctrl_c() => r.is_ok(),
+        Err(e) => {
+            eprintln!("cyberos-mcp-bridge: {e}");
+            EXIT_FAILED
         }
     }
-    #[cfg(not(unix))]
-    tokio::signal::ctrl_c().await.is_ok()
 }
 
 async fn migrate(config: &Config) -> i32 {

@@ -21,19 +21,95 @@ use crate::app::service::identity::{Identity, LOCAL_SUBJECT, LOCAL_TENANT, Stdio
 use crate::app::{App, Settings};
 use crate::domain::{Scope, Timestamp, Upstream};
 use crate::ports::{
-    Approvals, ClientAnswers, Clock, ConfirmationLedger, MemoryClient, Ports, TaskStore,
+    Approvals, ClientAnswers, Clock, ConfirmationLedger, CuoRunner, MemoryClient, Ports,
+    SkillIndex, TaskStore, TokenVerifier,
 };
+
+/// The ports a caller supplies in code (the `Bridge` builder); each one left `None` is
+/// built from the configuration, exactly as the binary builds it.
+#[derive(Default)]
+pub struct Given {
+    /// Durable tasks.
+    pub tasks: Option<Arc<dyn TaskStore>>,
+    /// Used confirmation-token ids.
+    pub ledger: Option<Arc<dyn ConfirmationLedger>>,
+    /// Clients' answers over HTTP.
+    pub answers: Option<Arc<dyn ClientAnswers>>,
+    /// Approvals.
+    pub approvals: Option<Arc<dyn Approvals>>,
+    /// The CUO orchestrator.
+    pub cuo: Option<Arc<dyn CuoRunner>>,
+    /// The audit log.
+    pub memory: Option<Arc<dyn MemoryClient>>,
+    /// SKILL folders.
+    pub skills: Option<Arc<dyn SkillIndex>>,
+    /// Wall-clock time, for the application and every adapter built here.
+    pub clock: Option<Arc<dyn Clock>>,
+    /// Bearer and confirmation token verification, instead of the configured keys.
+    pub verifier: Option<Arc<dyn TokenVerifier>>,
+    /// Applied to the ports once built, before the application takes them.
+    pub map: Option<PortsMap>,
+}
+
+/// A change to the built ports (wrapping an adapter in one of the caller's).
+pub type PortsMap = Box<dyn FnOnce(Ports) -> Ports + Send>;
 
 /// Builds the ports for `config` on the system's clock. An upstream that cannot be
 /// reached or opened is allowed: its tools answer `upstream_unavailable` and `check`
 /// reports it.
 pub async fn ports(config: &Config) -> Result<Ports, ConfigError> {
-    ports_on(config, Arc::new(SystemClock)).await
+    ports_on(config, Arc::new(SystemClock), Given::default()).await
 }
 
-/// [`ports`] with `clock` in `Ports` and in every adapter that tells the time.
-async fn ports_on(config: &Config, clock: Arc<dyn Clock>) -> Result<Ports, ConfigError> {
+/// [`ports`] with `clock` in `Ports` and in every adapter that tells the time, and the
+/// ports of `given` in place of the configured ones.
+async fn ports_on(
+    config: &Config,
+    clock: Arc<dyn Clock>,
+    given: Given,
+) -> Result<Ports, ConfigError> {
+    let ports = configured_ports(config, clock, &given).await?;
+    Ok(Ports {
+        tasks: given.tasks.unwrap_or(ports.tasks),
+        ledger: given.ledger.unwrap_or(ports.ledger),
+        answers: given.answers.unwrap_or(ports.answers),
+        approvals: given.approvals.unwrap_or(ports.approvals),
+        cuo: given.cuo.unwrap_or(ports.cuo),
+        memory: given.memory.unwrap_or(ports.memory),
+        skills: given.skills.unwrap_or(ports.skills),
+        clock: ports.clock,
+    })
+}
+
+/// The ports `config` names. When `given` holds every port the task store serves, no
+/// task store is opened, nor the embedded file unless it is the audit log; the slots
+/// `given` fills are then refusing placeholders it replaces.
+async fn configured_ports(
+    config: &Config,
+    clock: Arc<dyn Clock>,
+    given: &Given,
+) -> Result<Ports, ConfigError> {
     let (cuo, skills) = ports_without_store(config, Arc::clone(&clock));
+    let store_given = given.tasks.is_some()
+        && given.ledger.is_some()
+        && given.answers.is_some()
+        && given.approvals.is_some();
+    if store_given && (given.memory.is_some() || config.memory_url.is_some()) {
+        let none = Unavailable::new(Upstream::TaskStore, "replaced by the caller's port");
+        return Ok(Ports {
+            tasks: Arc::new(none.clone()),
+            ledger: Arc::new(none.clone()),
+            answers: Arc::new(none.clone()),
+            approvals: Arc::new(none.clone()),
+            cuo,
+            memory: match given.memory {
+                Some(_) => Arc::new(none),
+                None => memory(config, None),
+            },
+            skills,
+            clock,
+        });
+    }
     let store = open_store(config, Arc::clone(&clock)).await;
     if let Err(why) = &store {
         tracing::error!("{why}");
@@ -48,7 +124,7 @@ async fn ports_on(config: &Config, clock: Arc<dyn Clock>) -> Result<Ports, Confi
     // Clients' answers go where the tasks are: instances that share a task store share it.
     // Approvals too: any instance serves the page and the retry.
     let (tasks, ledger, answers, approvals): StorePorts = match (&config.database_url, &store) {
-        (Some(url), _) if url.starts_with("postgres") => {
+        (Some(url), _) if url.starts_with("postgres") && !store_given => {
             match PgStore::connect(url, Arc::clone(&clock)).await {
                 Ok(pg) => {
                     pg.refuse_open_rls().await.map_err(ConfigError::from)?;
@@ -315,8 +391,32 @@ fn create_private_dir(dir: &std::path::Path) -> std::io::Result<()> {
 /// # Errors
 /// When no key source is configured (and no `--dev`), or a key cannot be loaded.
 pub fn identity(config: &Config, clock: Arc<dyn Clock>) -> Result<Identity, ConfigError> {
+    identity_with(config, clock, None)
+}
+
+/// [`identity`], verifying with `verifier` when given instead of the configured keys
+/// (which are then not needed); `--dev` still makes the stdio token.
+fn identity_with(
+    config: &Config,
+    clock: Arc<dyn Clock>,
+    verifier: Option<Arc<dyn TokenVerifier>>,
+) -> Result<Identity, ConfigError> {
     let id = &config.identity;
-    let (issuers, dev_key) = issuers(config)?;
+    let (verifier, dev_key) = match verifier {
+        Some(verifier) => {
+            let dev_key = if id.dev {
+                Some(DevKey::load_or_create(&config.data_dir).map_err(ConfigError::from)?)
+            } else {
+                None
+            };
+            (verifier, dev_key)
+        }
+        None => {
+            let (issuers, dev_key) = issuers(config)?;
+            let jwt = JwtVerifier::new(issuers, id.audience.clone(), Arc::clone(&clock));
+            (Arc::new(jwt) as Arc<dyn TokenVerifier>, dev_key)
+        }
+    };
     let dev_token = match &dev_key {
         Some(key) => Some(local_dev_token(config, key, clock.now())?),
         None => None,
@@ -330,10 +430,7 @@ pub fn identity(config: &Config, clock: Arc<dyn Clock>) -> Result<Identity, Conf
         (None, None, Some(token)) => StdioToken::Literal(token),
         (None, None, None) => StdioToken::None,
     };
-    Ok(Identity::new(
-        Arc::new(JwtVerifier::new(issuers, id.audience.clone(), clock)),
-        stdio,
-    ))
+    Ok(Identity::new(verifier, stdio))
 }
 
 /// The issuers whose tokens verify (the dev key, a PEM key, a JWKS), and the dev key
@@ -559,6 +656,14 @@ type StorePorts = (
 /// # Errors
 /// When identity cannot be set up.
 pub async fn app(config: &Config) -> Result<App, ConfigError> {
+    app_with(config, Given::default()).await
+}
+
+/// [`app`] with the ports of `given` in place of the configured ones.
+///
+/// # Errors
+/// As [`app`].
+pub async fn app_with(config: &Config, mut given: Given) -> Result<App, ConfigError> {
     let settings = Settings {
         tool_errors: config.tool_errors,
         long_running: config.long_running,
@@ -569,9 +674,14 @@ pub async fn app(config: &Config) -> Result<App, ConfigError> {
         max_stored_tasks_per_tenant: config.max_stored_tasks_per_tenant,
     };
     // One clock for the whole application.
-    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-    let identity = identity(config, Arc::clone(&clock))?;
-    Ok(App::new(ports_on(config, clock).await?, settings, identity))
+    let clock: Arc<dyn Clock> = given.clock.clone().unwrap_or_else(|| Arc::new(SystemClock));
+    let identity = identity_with(config, Arc::clone(&clock), given.verifier.take())?;
+    let map = given.map.take();
+    let mut ports = ports_on(config, clock, given).await?;
+    if let Some(map) = map {
+        ports = map(ports);
+    }
+    Ok(App::new(ports, settings, identity))
 }
 
 /// Applies the Postgres migrations (the `migrate` subcommand).

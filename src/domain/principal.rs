@@ -125,7 +125,7 @@ const MAX_GRANTED: usize = 1024;
 
 /// A token's scope words as a challenge may repeat them: RFC 6749 §3.3 scope tokens only
 /// (no space, quote, backslash or control character, so none can break out of the quoted
-/// `scope` parameter), each once, at most [`MAX_GRANTED`] bytes in all.
+/// `scope` parameter), each once, at most `MAX_GRANTED` bytes in all.
 pub fn granted_words<'a>(words: impl IntoIterator<Item = &'a str>) -> Arc<str> {
     let mut out = String::new();
     for word in words {

@@ -14,6 +14,7 @@ mod data_dir;
 mod deploy;
 mod dispatch;
 mod doctor;
+mod embedding;
 mod hardening;
 mod http;
 mod identity;

@@ -6,7 +6,7 @@
 //! security then holds even when the bridge logs in as a superuser or the table owner,
 //! and a pooled connection never carries a role or a tenant past its transaction. The
 //! tenant is in every `WHERE` as well. The non-tenant operations (leases, stop polling,
-//! the sweep) call `SECURITY DEFINER` functions created by [`migrate`].
+//! the sweep) call `SECURITY DEFINER` functions created by `migrate`.
 
 mod answers;
 mod approvals;

@@ -62,7 +62,7 @@ pub struct Options {
     /// HTTP listen address (default 127.0.0.1:8082).
     #[arg(long, global = true, env = "CYBEROS_LISTEN", value_name = "ADDR")]
     pub listen: Option<String>,
-    /// Canonical resource URI (default http://<listen>/mcp).
+    /// Canonical resource URI (default http://ADDR/mcp, ADDR the bound --listen).
     #[arg(long, global = true, env = "CYBEROS_PUBLIC_URL", value_name = "URL")]
     pub public_url: Option<String>,
     /// Allowed browser origin (repeatable; exact or https://*.example.com).

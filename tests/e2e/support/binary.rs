@@ -92,7 +92,36 @@ impl Bridge {
         env: &[(&str, &str)],
         log: Option<mpsc::Sender<String>>,
     ) -> (Child, Option<ChildStdin>, mpsc::Receiver<String>) {
-        let mut cmd = Command::new(binary());
+        Bridge::launch_program(binary(), data_dir, extra, env, log)
+    }
+
+    /// Runs `program` (a program built on the library, taking the bridge's flags) as
+    /// [`Bridge::spawn_at`] runs the bridge, sending each stderr line to `log` when given.
+    pub fn spawn_program(
+        program: &Path,
+        data_dir: &Path,
+        extra: &[&str],
+        log: Option<mpsc::Sender<String>>,
+    ) -> Bridge {
+        let (child, stdin, frames) = Bridge::launch_program(program, data_dir, extra, &[], log);
+        Bridge {
+            child,
+            stdin,
+            frames,
+            sent: Default::default(),
+            next_id: 1,
+            _data_dir: None,
+        }
+    }
+
+    fn launch_program(
+        program: impl AsRef<std::ffi::OsStr>,
+        data_dir: &Path,
+        extra: &[&str],
+        env: &[(&str, &str)],
+        log: Option<mpsc::Sender<String>>,
+    ) -> (Child, Option<ChildStdin>, mpsc::Receiver<String>) {
+        let mut cmd = Command::new(program);
         cmd.arg("--data-dir")
             .arg(data_dir)
             .arg("--skills-dir")

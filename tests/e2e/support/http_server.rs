@@ -71,7 +71,8 @@ impl Reply {
     }
 }
 
-fn client() -> reqwest::Client {
+/// A reqwest client with the ring provider installed and a generous timeout.
+pub fn client() -> reqwest::Client {
     let _ = rustls::crypto::ring::default_provider().install_default();
     reqwest::Client::builder()
         .timeout(Duration::from_secs(60))

@@ -41,5 +41,5 @@ pub use limits::{Limits, Rate};
 pub use origin::{OriginPattern, OriginPolicy};
 pub use router::{HttpSettings, Routes, router};
 pub use scrape::serve_metrics;
-pub use serve::{ServeError, serve};
+pub use serve::{ServeError, serve, serve_on};
 pub use session_id::SessionKey;

@@ -149,7 +149,7 @@ fn approval_trust(
     Ok(PageTrust::None)
 }
 
-/// The routes, for [`serve()`] and for in-process tests (`ServiceExt::oneshot`).
+/// The routes, for `serve` and for in-process tests (`ServiceExt::oneshot`).
 /// `shutdown` ends streams and waits that would otherwise hold a graceful stop.
 pub fn router(app: App, settings: HttpSettings, shutdown: CancellationToken) -> Routes {
     let url = Url::parse(&settings.public_url).ok();

@@ -78,7 +78,25 @@ pub async fn serve(
         source,
     };
     let listener = TcpListener::bind(config.listen).await.map_err(bind_error)?;
-    let bound = listener.local_addr().map_err(bind_error)?;
+    serve_on(app, config, listener, sessions, shutdown).await
+}
+
+/// [`serve`] on a listener already bound (to `127.0.0.1:0`, say); `config.listen` is
+/// not read.
+///
+/// # Errors
+/// Bad HTTP options, or the listener's address cannot be read.
+pub async fn serve_on(
+    app: App,
+    config: &Config,
+    listener: TcpListener,
+    sessions: SessionKey,
+    shutdown: CancellationToken,
+) -> Result<(), ServeError> {
+    let bound = listener.local_addr().map_err(|source| ServeError::Bind {
+        addr: config.listen,
+        source,
+    })?;
     let settings = HttpSettings::from_config(config, bound, sessions)?;
     if !settings.policy.loopback && config.public_url.is_none() {
         tracing::warn!(

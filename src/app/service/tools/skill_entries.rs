@@ -17,7 +17,7 @@ use crate::domain::skill::Skill;
 /// Keyed by the skill's identity: the index shares one `Arc` per skill until it reads the
 /// folders again, and the key holds that `Arc`, so its address cannot be reused while the
 /// entry lives, and a skill read again is a new key. Entries of skills no longer listed
-/// wait to be evicted, bounded by [`ENTRIES`].
+/// wait to be evicted, bounded by `ENTRIES`.
 pub struct SkillEntries {
     rendered: Cache<BySkill, Arc<Entry>>,
 }
