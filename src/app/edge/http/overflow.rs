@@ -1,7 +1,8 @@
-//! Connections past `--http-max-connections`: answered `503` with `Retry-After` and a
-//! JSON-RPC error, then closed without a reset. An HTTP/1.1 client gets a plain response;
-//! a client that opens with the HTTP/2 preface gets the same answer on its first stream,
-//! then a `GOAWAY`, so either kind sees a refusal it can retry, not a broken connection.
+//! Telling HTTP/2 from HTTP/1.1 by a connection's first bytes, and the connections past
+//! `--http-max-connections`: answered `503` with `Retry-After` and a JSON-RPC error, then
+//! closed without a reset. An HTTP/1.1 client gets a plain response; a client that opens
+//! with the HTTP/2 preface gets the same answer on its first stream, then a `GOAWAY`, so
+//! either kind sees a refusal it can retry, not a broken connection.
 
 use std::convert::Infallible;
 use std::time::Duration;
@@ -24,32 +25,29 @@ const H2_PREFACE: &[u8; 24] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 
 /// Answers a connection past the cap and closes it; the caller bounds how long it takes.
 pub(super) async fn refuse(stream: TcpStream) {
-    if opens_with_h2_preface(&stream).await {
+    if opens_with_h2_preface(&stream, HEAD_WAIT).await == Some(true) {
         refuse_h2(stream).await;
     } else {
         refuse_h1(stream).await;
     }
 }
 
-/// Whether the first bytes are the HTTP/2 preface, looked at without consuming them.
-async fn opens_with_h2_preface(stream: &TcpStream) -> bool {
+/// Whether the connection opens with the HTTP/2 preface, looked at without consuming
+/// anything: `None` when it closes, fails or sends nothing within `wait`.
+pub(super) async fn opens_with_h2_preface(stream: &TcpStream, wait: Duration) -> Option<bool> {
     let mut buf = [0u8; H2_PREFACE.len()];
-    tokio::time::timeout(HEAD_WAIT, async {
+    let sniff = async {
         loop {
             match stream.peek(&mut buf).await {
-                Ok(n) if n > 0 && buf[..n] == H2_PREFACE[..n] => {
-                    if n == H2_PREFACE.len() {
-                        return true;
-                    }
-                    // A prefix of the preface so far: look again once more has come.
-                    tokio::time::sleep(Duration::from_millis(5)).await;
-                }
-                _ => return false,
+                Ok(0) | Err(_) => return None,
+                Ok(n) if buf[..n] != H2_PREFACE[..n] => return Some(false),
+                Ok(n) if n == H2_PREFACE.len() => return Some(true),
+                // A prefix of the preface so far: look again once more has come.
+                Ok(_) => tokio::time::sleep(Duration::from_millis(5)).await,
             }
         }
-    })
-    .await
-    .unwrap_or(false)
+    };
+    tokio::time::timeout(wait, sniff).await.ok().flatten()
 }
 
 /// Once the request's head is in (or a moment has passed), `503` and the end of the

@@ -139,18 +139,18 @@ pub(super) async fn accept<S>(
     S::Future: Send + 'static,
 {
     let service = TowerToHyperService::new(service);
-    let mut http = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
-    http.http1()
-        .timer(TokioTimer::new())
+    let mut h1 = hyper::server::conn::http1::Builder::new();
+    h1.timer(TokioTimer::new())
         .header_read_timeout(HEADER_READ_TIMEOUT)
         .max_headers(MAX_HEADERS)
         .max_buf_size(MAX_BUF);
-    http.http2()
-        .timer(TokioTimer::new())
+    let mut h2 = hyper::server::conn::http2::Builder::new(TokioExecutor::new());
+    h2.timer(TokioTimer::new())
         .max_concurrent_streams(MAX_STREAMS)
         .max_header_list_size(u32::try_from(MAX_BUF).unwrap_or(u32::MAX))
         .keep_alive_interval(H2_PING)
         .keep_alive_timeout(H2_PING);
+    let (h1, h2) = (Arc::new(h1), Arc::new(h2));
     let connections = Arc::new(Semaphore::new(max_connections));
     let refusing = Arc::new(Semaphore::new(MAX_REFUSING));
     let graceful = GracefulShutdown::new();
@@ -180,12 +180,23 @@ pub(super) async fn accept<S>(
             continue;
         };
         let _ = stream.set_nodelay(true);
-        let conn = http
-            .serve_connection(TokioIo::new(stream), service.clone())
-            .into_owned();
-        let conn = graceful.watch(conn);
+        let (h1, h2, service) = (Arc::clone(&h1), Arc::clone(&h2), service.clone());
+        let (watcher, shutdown) = (graceful.watcher(), shutdown.clone());
         tokio::spawn(async move {
-            if let Err(e) = conn.await {
+            // Each protocol's connection is boxed on its own, so an HTTP/1.1 connection
+            // holds only HTTP/1.1 state for as long as it is kept alive.
+            let sniffed = tokio::select! {
+                first = overflow::opens_with_h2_preface(&stream, HEADER_READ_TIMEOUT) => first,
+                () = shutdown.cancelled() => None,
+            };
+            let io = TokioIo::new(stream);
+            let ended = match sniffed {
+                Some(true) => Box::pin(watcher.watch(h2.serve_connection(io, service))).await,
+                Some(false) => Box::pin(watcher.watch(h1.serve_connection(io, service))).await,
+                // Closed, or silent past the header-read timer, before a first byte.
+                None => Ok(()),
+            };
+            if let Err(e) = ended {
                 tracing::debug!(%peer, "connection ended: {e}");
             }
             drop(permit);
