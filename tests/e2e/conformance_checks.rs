@@ -271,3 +271,19 @@ fn an_echoed_credential_is_named_but_never_shown() {
     assert!(!text.contains("memory-secret-3"), "{text}");
     assert!(text.contains("<a credential>"), "{text}");
 }
+
+#[test]
+fn check_memory_without_a_memory_url_is_a_usage_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(binary())
+        .arg("--data-dir")
+        .arg(dir.path())
+        .arg("check-memory")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("--memory-url"),
+        "{out:?}"
+    );
+}
