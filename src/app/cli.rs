@@ -67,6 +67,22 @@ pub async fn run(config: Config, command: Option<Command>) -> i32 {
             }
             if report.ok() { EXIT_OK } else { EXIT_FAILED }
         }
+        Some(Command::CheckCuo { json, run_timeout }) => {
+            let options = crate::app::conformance::CuoCheckOptions {
+                command: config.cuo_command.clone(),
+                pass_env: config.cuo_env.clone(),
+                call_timeout: config.cuo_timeout,
+                run_timeout: std::time::Duration::from_secs(run_timeout),
+            };
+            conformance(crate::app::conformance::check_cuo(&options).await, json)
+        }
+        Some(Command::CheckMemory { json }) => match memory_check_options(&config) {
+            Ok(options) => conformance(crate::app::conformance::check_memory(&options).await, json),
+            Err(why) => {
+                eprintln!("cyberos-mcp-bridge check-memory: {why}");
+                EXIT_USAGE
+            }
+        },
         Some(Command::Migrate) => migrate(&config).await,
         Some(Command::CuoRunner { catalog, pace_ms }) => {
             crate::runner::run(crate::runner::RunnerOptions { catalog, pace_ms }).await
@@ -79,6 +95,36 @@ pub async fn run(config: Config, command: Option<Command>) -> i32 {
         Some(Command::Approve { id, yes }) => decide(&config, &id, true, yes).await,
         Some(Command::Deny { id, yes }) => decide(&config, &id, false, yes).await,
     }
+}
+
+/// Prints a conformance report (its summary is the last line) and returns its exit code.
+fn conformance(report: crate::app::conformance::Report, json: bool) -> i32 {
+    if json {
+        print_json(&report.json());
+    } else {
+        print!("{}", report.text());
+    }
+    if report.ok() { EXIT_OK } else { EXIT_FAILED }
+}
+
+/// `check-memory` needs `--memory-url`; the token is read as the bridge reads it.
+fn memory_check_options(
+    config: &Config,
+) -> Result<crate::app::conformance::MemoryCheckOptions, String> {
+    let url = config
+        .memory_url
+        .clone()
+        .ok_or("pass --memory-url (the embedded audit log has no HTTP contract to check)")?;
+    let token = match &config.memory_token_file {
+        Some(path) => Some(
+            std::fs::read_to_string(path)
+                .map_err(|e| format!("cannot read --memory-token-file: {e}"))?
+                .trim()
+                .to_owned(),
+        ),
+        None => None,
+    };
+    Ok(crate::app::conformance::MemoryCheckOptions { url, token })
 }
 
 /// `approve`/`deny`: shows approval `id` and records the verdict once the person at this

@@ -1,8 +1,28 @@
 //! Child processes that die with the process that started them. The bridge starts CUO
-//! children (`adapters::cuo_process`) and the bundled runner starts skill entrypoints
-//! (`runner::entrypoint`); both ask for this, so a `kill -9` of either leaves nothing of
-//! theirs running. A leaf shared by the bridge and the runner: it imports nothing of the
-//! crate.
+//! children (`adapters::cuo_process`), `check-cuo` starts the CUO it judges
+//! (`app::conformance`) and the bundled runner starts skill entrypoints
+//! (`runner::entrypoint`); all ask for this, so a `kill -9` of any leaves nothing of
+//! theirs running. Also the environment a CUO child gets (`cuo_env`). A leaf shared by
+//! the bridge and the runner: it imports nothing of the crate.
+
+use std::ffi::OsString;
+
+/// Variables a CUO child inherits, besides `LC_*` and the `--cuo-env` names
+/// (`docs/cuo-protocol.md` §2).
+const CUO_INHERITED_ENV: [&str; 5] = ["PATH", "HOME", "LANG", "TZ", "TMPDIR"];
+
+/// The whole environment of a CUO child: of this process's variables, only
+/// [`CUO_INHERITED_ENV`], every `LC_*` and the names in `pass`.
+pub fn cuo_env(pass: &[String]) -> Vec<(OsString, OsString)> {
+    std::env::vars_os()
+        .filter(|(k, _)| {
+            let k = k.to_string_lossy();
+            CUO_INHERITED_ENV.contains(&k.as_ref())
+                || k.starts_with("LC_")
+                || pass.iter().any(|p| *p == k)
+        })
+        .collect()
+}
 
 /// Asks the kernel to SIGKILL the child when the thread that started it ends, and fails
 /// the spawn if this process is already gone by the time the child is set up (the signal

@@ -6,6 +6,7 @@
 //! `#[cfg(test)] mod tests;`; property tests go inside it, and no `#[path]`.
 
 mod cli;
+mod conformance_checks;
 mod contracts;
 mod cuo;
 mod cuo_runner;

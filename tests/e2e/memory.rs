@@ -16,7 +16,7 @@ use cyberos_mcp_bridge::ports::MemoryClient;
 
 use crate::support::binary::Bridge;
 use crate::support::fakes::InMemoryAudit;
-use crate::support::memory_server::{ERROR_BODY_SECRETS, Fault, MemoryServer, refused_url};
+use crate::support::memory_server::{Break, ERROR_BODY_SECRETS, Fault, MemoryServer, refused_url};
 use crate::support::{assert_envelope, call_ctx};
 
 const A: &str = "aaaaaaaa-0000-4000-8000-000000000001";
@@ -272,6 +272,7 @@ fn memory_down_is_upstream_unavailable_through_the_binary() {
 #[test]
 fn a_missing_audit_entry_leaks_nothing() {
     let server = MemoryServer::start();
+    server.break_rule(Break::InternalsInErrors);
     server.seed("00000000-0000-4000-8000-000000000001", json!({
         "audit_id": "m-secret-7", "kind": "decision", "actor_id": "bob",
         "body": {"salary": "SECRET-BODY-BYTES"}, "recorded_at": "2026-01-01T00:00:00Z", "trace_id": "ab".repeat(16)

@@ -34,9 +34,6 @@ pub use connection::MAX_CHILD_LINE;
 /// starter delays the next by this much at most.
 pub const STARTING_FOR: Duration = Duration::from_millis(20);
 
-/// Variables a child inherits from the bridge, besides `LC_*` and `--cuo-env` names.
-const INHERITED_ENV: [&str; 5] = ["PATH", "HOME", "LANG", "TZ", "TMPDIR"];
-
 /// How to start and talk to CUO children.
 #[derive(Debug, Clone)]
 pub struct CuoSettings {
@@ -83,14 +80,7 @@ impl ProcessCuoRunner {
     pub fn new(settings: CuoSettings, clock: Arc<dyn Clock>) -> ProcessCuoRunner {
         let mut words = settings.command.into_iter();
         let program = words.next().expect("the CUO command is not empty");
-        let env = std::env::vars_os()
-            .filter(|(k, _)| {
-                let k = k.to_string_lossy();
-                INHERITED_ENV.contains(&k.as_ref())
-                    || k.starts_with("LC_")
-                    || settings.pass_env.iter().any(|p| *p == k)
-            })
-            .collect();
+        let env = crate::support::children::cuo_env(&settings.pass_env);
         ProcessCuoRunner {
             command: ChildCommand {
                 program,

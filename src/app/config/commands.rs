@@ -17,6 +17,23 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Run the checklist of docs/cuo-protocol.md §7 against --cuo-command (the bundled
+    /// runner by default): one PASS/FAIL line per rule; exit 0 when none fails, 1 otherwise.
+    CheckCuo {
+        /// Print one JSON object instead of text.
+        #[arg(long)]
+        json: bool,
+        /// Seconds a workflow or skill run may take; its deadline is this far ahead.
+        #[arg(long, value_name = "SECS", default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=3600))]
+        run_timeout: u64,
+    },
+    /// Check the memory service at --memory-url against docs/memory-openapi.yaml, writing
+    /// under fresh random tenants: one PASS/FAIL line per rule; exit 0 when none fails.
+    CheckMemory {
+        /// Print one JSON object instead of text.
+        #[arg(long)]
+        json: bool,
+    },
     /// Run the bundled reference CUO runner on stdin/stdout (the default --cuo-command).
     CuoRunner {
         /// Load persona JSON files from this directory instead of the bundled catalogue.

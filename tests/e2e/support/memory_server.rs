@@ -1,5 +1,6 @@
-//! A real HTTP memory service for tests, speaking `docs/memory-openapi.yaml`, with
-//! switchable faults. It runs on its own thread and runtime, bound to 127.0.0.1:0.
+//! A real HTTP memory service for tests, speaking `docs/memory-openapi.yaml` (with a
+//! bearer token when started with one, `check-memory` passes it), with switchable faults
+//! and contract breaks. It runs on its own thread and runtime, bound to 127.0.0.1:0.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -39,11 +40,37 @@ pub enum Fault {
     NotJson,
 }
 
+/// Rules of the contract the server can break, each on its own (`check-memory`'s tests).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Break {
+    /// Lists show every tenant's entries.
+    LeakOtherTenants,
+    /// A missing entry is a 500, not a 404.
+    MissingIs500,
+    /// A refused credential is quoted back in the 401's body.
+    EchoCredential,
+    /// Any credential, or none, is accepted.
+    AnyCredential,
+    /// Lists ignore `limit` and `cursor`: every entry on one page.
+    IgnoreLimit,
+    /// A 404's body shows internals (`ERROR_BODY_SECRETS`), which the bridge must not
+    /// pass on.
+    InternalsInErrors,
+}
+
 #[derive(Default)]
 struct Inner {
     entries: Vec<(String, String, Value)>,
     fault: Option<Fault>,
     headers: Vec<HeaderMap>,
+    token: Option<String>,
+    breaks: Vec<Break>,
+}
+
+impl Inner {
+    fn breaks(&self, rule: Break) -> bool {
+        self.breaks.contains(&rule)
+    }
 }
 
 /// A running memory service.
@@ -54,7 +81,19 @@ pub struct MemoryServer {
 
 impl MemoryServer {
     pub fn start() -> MemoryServer {
-        let state = Arc::new(Mutex::new(Inner::default()));
+        MemoryServer::serve(None)
+    }
+
+    /// A service that answers tenant requests only with `Authorization: Bearer <token>`.
+    pub fn with_token(token: &str) -> MemoryServer {
+        MemoryServer::serve(Some(token.to_owned()))
+    }
+
+    fn serve(token: Option<String>) -> MemoryServer {
+        let state = Arc::new(Mutex::new(Inner {
+            token,
+            ..Inner::default()
+        }));
         let app = Router::new()
             .route(
                 "/v1/health",
@@ -72,6 +111,11 @@ impl MemoryServer {
 
     pub fn set_fault(&self, fault: Fault) {
         self.state.lock().unwrap().fault = Some(fault);
+    }
+
+    /// From now on the server breaks `rule`.
+    pub fn break_rule(&self, rule: Break) {
+        self.state.lock().unwrap().breaks.push(rule);
     }
 
     /// Appends an entry directly (as another client of the service would).
@@ -145,13 +189,50 @@ async fn fault(state: &Arc<Mutex<Inner>>, headers: &HeaderMap) -> Option<Respons
     }
 }
 
+/// The 401 for a request without the service's token, when it has one.
+fn refused(state: &Arc<Mutex<Inner>>, headers: &HeaderMap) -> Option<Response> {
+    let inner = state.lock().unwrap();
+    let token = inner.token.as_ref()?;
+    let presented = headers
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    if presented == format!("Bearer {token}") || inner.breaks(Break::AnyCredential) {
+        return None;
+    }
+    let body = if inner.breaks(Break::EchoCredential) {
+        json!({"error": "unauthorized", "message": format!("{presented:?} is not a valid credential")})
+    } else {
+        json!({"error": "unauthorized"})
+    };
+    Some((StatusCode::UNAUTHORIZED, axum::Json(body)).into_response())
+}
+
+fn invalid_request(message: &str) -> Response {
+    (
+        StatusCode::BAD_REQUEST,
+        axum::Json(json!({"error": "invalid_request", "message": message})),
+    )
+        .into_response()
+}
+
+fn is_kind(kind: &str) -> bool {
+    let mut bytes = kind.bytes();
+    kind.len() <= 128
+        && bytes.next().is_some_and(|b| b.is_ascii_lowercase())
+        && bytes.all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'.')
+}
+
 async fn append(
     State(state): Shared,
     Path(tenant): Path<String>,
     headers: HeaderMap,
-    axum::Json(body): axum::Json<Value>,
+    body: axum::body::Bytes,
 ) -> Response {
     if let Some(r) = fault(&state, &headers).await {
+        return r;
+    }
+    if let Some(r) = refused(&state, &headers) {
         return r;
     }
     let key = headers
@@ -159,6 +240,18 @@ async fn append(
         .and_then(|v| v.to_str().ok())
         .unwrap_or("")
         .to_owned();
+    if key.is_empty() || key.len() > 255 || !key.bytes().all(|b| b.is_ascii_graphic()) {
+        return invalid_request("Idempotency-Key is required (1 to 255 visible ASCII characters)");
+    }
+    let Ok(body) = serde_json::from_slice::<Value>(&body) else {
+        return invalid_request("the body must be a JSON object");
+    };
+    if !body["kind"].as_str().is_some_and(is_kind) {
+        return invalid_request("kind must match ^[a-z][a-z0-9_.]*$");
+    }
+    if !body["body"].is_object() || !body["actor_id"].is_string() || !body["trace_id"].is_string() {
+        return invalid_request("body must be an object; actor_id and trace_id strings");
+    }
     let mut inner = state.lock().unwrap();
     if let Some((_, _, e)) = inner
         .entries
@@ -196,6 +289,9 @@ async fn one(
     if let Some(r) = fault(&state, &headers).await {
         return r;
     }
+    if let Some(r) = refused(&state, &headers) {
+        return r;
+    }
     let inner = state.lock().unwrap();
     match inner
         .entries
@@ -203,9 +299,19 @@ async fn one(
         .find(|(t, _, e)| *t == tenant && e["audit_id"] == id)
     {
         Some((_, _, e)) => axum::Json(e.clone()).into_response(),
-        None => (
+        None if inner.breaks(Break::MissingIs500) => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            axum::Json(json!({"error": "unavailable"})),
+        )
+            .into_response(),
+        None if inner.breaks(Break::InternalsInErrors) => (
             StatusCode::NOT_FOUND,
             axum::Json(json!({"error": "not_found", "detail": secret_detail("no such entry")})),
+        )
+            .into_response(),
+        None => (
+            StatusCode::NOT_FOUND,
+            axum::Json(json!({"error": "not_found"})),
         )
             .into_response(),
     }
@@ -220,8 +326,32 @@ async fn list(
     if let Some(r) = fault(&state, &headers).await {
         return r;
     }
+    if let Some(r) = refused(&state, &headers) {
+        return r;
+    }
     let inner = state.lock().unwrap();
-    let limit: usize = q.get("limit").and_then(|l| l.parse().ok()).unwrap_or(50);
+    let limit: usize = match q.get("limit").map(|l| l.parse()) {
+        None => 50,
+        Some(Ok(n)) if (1..=200).contains(&n) => n,
+        Some(_) => return invalid_request("limit must be between 1 and 200"),
+    };
+    let since = match q
+        .get("since")
+        .map(|s| chrono::DateTime::parse_from_rfc3339(s))
+    {
+        None => None,
+        Some(Ok(t)) => Some(t),
+        Some(Err(_)) => return invalid_request("since must be an RFC 3339 date-time"),
+    };
+    let recorded_since = |e: &Value| {
+        since.is_none_or(|since| {
+            e["recorded_at"]
+                .as_str()
+                .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
+                .is_some_and(|t| t >= since)
+        })
+    };
+    let leak = inner.breaks(Break::LeakOtherTenants);
     let start: usize = match q.get("cursor") {
         None => 0,
         Some(c) => match c.strip_prefix("o").and_then(|n| n.parse().ok()) {
@@ -239,9 +369,16 @@ async fn list(
         .entries
         .iter()
         .rev()
-        .filter(|(t, _, e)| *t == tenant && q.get("kind").is_none_or(|k| e["kind"] == *k))
+        .filter(|(t, _, e)| {
+            (leak || *t == tenant)
+                && q.get("kind").is_none_or(|k| e["kind"] == *k)
+                && recorded_since(e)
+        })
         .map(|(_, _, e)| e)
         .collect();
+    if inner.breaks(Break::IgnoreLimit) {
+        return axum::Json(json!({"entries": matching})).into_response();
+    }
     let page: Vec<&Value> = matching.iter().skip(start).take(limit).copied().collect();
     let mut out = json!({"entries": page});
     if start + limit < matching.len() {
