@@ -13,13 +13,14 @@ use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use super::serve::MAX_BUF;
 use crate::app::edge::rpc::{self, RpcError};
 use crate::app::telemetry::ids::request_trace;
 use crate::domain::ErrorClass;
 
 /// How long the refusal waits for the request's head (HTTP/1.1) or the preface (HTTP/2).
 const HEAD_WAIT: Duration = Duration::from_millis(500);
+/// The most of a refused request's head that is read before the answer.
+const MAX_HEAD: usize = 64 * 1024;
 /// What every HTTP/2 client sends first (RFC 9113 §3.4).
 const H2_PREFACE: &[u8; 24] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 
@@ -59,7 +60,7 @@ async fn refuse_h1(mut stream: TcpStream) {
     let mut head = Vec::with_capacity(1024);
     let mut buf = [0u8; 4096];
     let _ = tokio::time::timeout(HEAD_WAIT, async {
-        while head.len() < MAX_BUF && !head.windows(4).any(|w| w == b"\r\n\r\n") {
+        while head.len() < MAX_HEAD && !head.windows(4).any(|w| w == b"\r\n\r\n") {
             match stream.read(&mut buf).await {
                 Ok(n) if n > 0 => head.extend_from_slice(&buf[..n]),
                 _ => break,

@@ -30,7 +30,7 @@ const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 /// Headers per request (hyper answers 431 beyond).
 const MAX_HEADERS: usize = 64;
 /// Read buffer per connection, which bounds the header block (431 beyond).
-pub(super) const MAX_BUF: usize = 64 * 1024;
+const MAX_BUF: usize = 64 * 1024;
 /// Concurrent streams of one HTTP/2 connection.
 const MAX_STREAMS: u32 = 128;
 /// HTTP/2: a ping after this long without frames; no answer within as long closes.
