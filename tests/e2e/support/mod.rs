@@ -109,6 +109,26 @@ pub fn init_params(version: &str) -> Value {
     })
 }
 
+/// Whether `name` follows the tool-name pattern, SEP-986 as the contract narrows it (§4):
+/// `^cyberos\.[a-z][a-z0-9]*\.[a-z][a-z0-9_]*$`.
+pub fn sep_986(name: &str) -> bool {
+    let Some(rest) = name.strip_prefix("cyberos.") else {
+        return false;
+    };
+    let Some((area, verb)) = rest.split_once('.') else {
+        return false;
+    };
+    let ok_area = area.starts_with(|c: char| c.is_ascii_lowercase())
+        && area
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
+    let ok_verb = verb.starts_with(|c: char| c.is_ascii_lowercase())
+        && verb
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+    ok_area && ok_verb
+}
+
 /// Asserts the contract's envelope and returns `error.data`.
 pub fn assert_envelope(frame: &Value, code: i64, class: &str) -> Value {
     let err = &frame["error"];
