@@ -8,12 +8,18 @@
 //! - [`Adapters::Real`]: the built binary over its real stdin/stdout or HTTP on
 //!   127.0.0.1:0, with SQLite in a temp data dir or Postgres (`real.rs`).
 //!
-//! Every frame a bridge sends is checked against the MCP schema. Tokens are RS256 JWTs
+//! `stdio.rs` and `http.rs` are the clients, each over either set. Every frame a bridge
+//! sends is checked against the MCP schema. Tokens are RS256 JWTs
 //! signed with the fixture key `tests/fixtures/keys/rsa.key`, verified by the bridge's own
 //! verifier in both sets.
 
+mod http;
 mod in_memory;
 mod real;
+mod stdio;
+
+pub use http::Http;
+pub use stdio::Stdio;
 
 use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
@@ -21,8 +27,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::support::fakes::Behaviour;
-use crate::support::http_server::Reply;
-use crate::support::{fixtures, init_params};
+use crate::support::fixtures;
 
 /// The issuer of the suite's tokens.
 pub const ISSUER: &str = "https://idp.test";
@@ -56,11 +61,16 @@ impl Store {
     /// Postgres, when the Postgres tests run (`support::pg::admin_url` decides: without
     /// `DATABASE_URL` it prints a `SKIPPED` line, and fails the test when `CI` is true).
     pub fn postgres() -> Option<Store> {
-        // The database is made on a runtime of its own, so off this one.
+        // The database is made on a runtime of its own, so off this one, on a thread
+        // named as the test (the gate names it when it skips).
+        let test = std::thread::current().name().map(str::to_owned);
         let url = tokio::task::block_in_place(|| {
-            std::thread::spawn(crate::support::pg::database_url)
-                .join()
-                .expect("the Postgres test database")
+            let mut thread = std::thread::Builder::new();
+            if let Some(name) = test {
+                thread = thread.name(name);
+            }
+            let made = thread.spawn(crate::support::pg::database_url).unwrap();
+            made.join().expect("the Postgres test database")
         });
         url.map(Store::Postgres)
     }
@@ -266,11 +276,10 @@ impl BridgeSetup<'_> {
     /// The bridge over stdio, its token the stdio token.
     pub async fn stdio(self) -> Stdio {
         let token = self.stack.token(&self.tenant, &self.scopes);
-        let conn = match &self.stack.parts {
-            Parts::InMemory(w) => Conn::InMemory(w.stdio(token)),
-            Parts::Real(w) => Conn::Real(w.stdio(&token)),
+        let mut stdio = match &self.stack.parts {
+            Parts::InMemory(w) => Stdio::new(stdio::Conn::InMemory(w.stdio(token))),
+            Parts::Real(w) => Stdio::new(stdio::Conn::Real(w.stdio(&token))),
         };
-        let mut stdio = Stdio { conn, next_id: 1 };
         if self.initialized {
             stdio.initialize().await;
         }
@@ -281,241 +290,11 @@ impl BridgeSetup<'_> {
     pub async fn http(self) -> Http {
         let token = self.stack.token(&self.tenant, &self.scopes);
         let server = match (&self.stack.parts, &self.listen) {
-            (Parts::InMemory(w), None) => Server::InMemory(w.http()),
+            (Parts::InMemory(w), None) => http::Server::InMemory(w.http()),
             (Parts::InMemory(_), Some(_)) => panic!("an in-memory bridge binds no address"),
-            (Parts::Real(w), listen) => Server::Real(w.http(listen.as_deref())),
+            (Parts::Real(w), listen) => http::Server::Real(w.http(listen.as_deref())),
         };
-        Http { server, token }
-    }
-}
-
-/// A bridge over stdio.
-pub struct Stdio {
-    conn: Conn,
-    next_id: i64,
-}
-
-enum Conn {
-    InMemory(in_memory::Stdio),
-    Real(real::Stdio),
-}
-
-impl Stdio {
-    /// Sends `message` as it is.
-    pub async fn send(&mut self, message: Value) {
-        match &mut self.conn {
-            Conn::InMemory(c) => c.send(message).await,
-            Conn::Real(c) => c.send(&message),
-        }
-    }
-
-    /// The next frame the bridge sends.
-    pub async fn recv(&mut self) -> Value {
-        match &mut self.conn {
-            Conn::InMemory(c) => c.recv().await,
-            Conn::Real(c) => c.recv(),
-        }
-    }
-
-    /// Sends a request with a fresh id and returns its response (frames in between, such
-    /// as progress, are checked and passed over).
-    pub async fn request(&mut self, method: &str, params: Value) -> Value {
-        let id = json!(self.next_id);
-        self.next_id += 1;
-        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
-            .await;
-        loop {
-            let frame = self.recv().await;
-            if frame.get("id") == Some(&id) && frame.get("method").is_none() {
-                return frame;
-            }
-        }
-    }
-
-    /// `initialize` as the suite's client (sampling declared, no elicitation, a name not
-    /// among the hosts that never poll), then `notifications/initialized`; the result.
-    pub async fn initialize(&mut self) -> Value {
-        let resp = self.request("initialize", init_params("2025-11-25")).await;
-        assert_eq!(resp["result"]["protocolVersion"], "2025-11-25", "{resp}");
-        self.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
-            .await;
-        resp["result"].clone()
-    }
-
-    /// `tools/call` of `name` with `arguments`; the response frame.
-    pub async fn call_tool(&mut self, name: &str, arguments: Value) -> Value {
-        self.request("tools/call", json!({"name": name, "arguments": arguments}))
-            .await
-    }
-
-    /// `tools/call` of `name` with `arguments`, confirmed by the seed's flag.
-    pub async fn call_confirmed(&mut self, name: &str, arguments: Value) -> Value {
-        self.request(
-            "tools/call",
-            json!({"name": name, "arguments": arguments,
-                   "_meta": {"mcp/sampling/elicit_confirm": true}}),
-        )
-        .await
-    }
-
-    /// `tools/list`; the tools.
-    pub async fn list_tools(&mut self) -> Vec<Value> {
-        let resp = self.request("tools/list", json!({})).await;
-        resp["result"]["tools"]
-            .as_array()
-            .unwrap_or_else(|| panic!("a tool list: {resp}"))
-            .clone()
-    }
-
-    /// `tasks/get` through the seed's door (`{id}`); the response frame.
-    pub async fn tasks_get(&mut self, id: &str) -> Value {
-        self.request("tasks/get", json!({"id": id})).await
-    }
-
-    /// Polls `tasks/get` until the task is `status`; the seed-shaped task.
-    pub async fn wait_status(&mut self, id: &str, status: &str) -> Value {
-        let deadline = tokio::time::Instant::now() + PATIENCE;
-        loop {
-            let got = self.tasks_get(id).await;
-            if got["result"]["status"] == status {
-                return got["result"].clone();
-            }
-            assert!(
-                tokio::time::Instant::now() < deadline,
-                "task {id} never became {status}: {got}"
-            );
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    }
-
-    /// The host goes away: stdin closes, and the bridge finishes its running tasks (as
-    /// the contract's EOF rule says) and stops.
-    pub async fn disconnect(self) {
-        match self.conn {
-            Conn::InMemory(c) => c.disconnect().await,
-            Conn::Real(c) => c.disconnect(),
-        }
-    }
-
-    /// The bridge's process (real adapters only).
-    pub fn process_id(&self) -> i32 {
-        match &self.conn {
-            Conn::Real(c) => c.process_id(),
-            Conn::InMemory(_) => panic!("an in-memory bridge has no process of its own"),
-        }
-    }
-}
-
-/// A bridge over HTTP.
-pub struct Http {
-    server: Server,
-    token: String,
-}
-
-enum Server {
-    InMemory(in_memory::Http),
-    Real(real::Http),
-}
-
-impl Http {
-    /// The token of the tenant and scopes the bridge was set up with.
-    pub fn token(&self) -> &str {
-        &self.token
-    }
-
-    /// Sends `method path` with `headers` and `body` as they are; the reply, read whole.
-    pub async fn send(
-        &self,
-        method: &str,
-        path: &str,
-        headers: &[(&str, &str)],
-        body: Option<String>,
-    ) -> Reply {
-        match &self.server {
-            Server::InMemory(s) => s.send(method, path, headers, body).await,
-            Server::Real(s) => s.send(method, path, headers, body).await,
-        }
-    }
-
-    /// POSTs `message` to `/mcp` as an MCP client does, with `token` and more `headers`.
-    pub async fn post(
-        &self,
-        token: Option<&str>,
-        message: &Value,
-        headers: &[(&str, &str)],
-    ) -> Reply {
-        let bearer = token.map(|t| format!("Bearer {t}"));
-        let mut all = vec![
-            ("content-type", "application/json"),
-            ("accept", "application/json, text/event-stream"),
-        ];
-        if let Some(b) = &bearer {
-            all.push(("authorization", b.as_str()));
-        }
-        all.extend_from_slice(headers);
-        self.send("POST", "/mcp", &all, Some(message.to_string()))
-            .await
-    }
-
-    /// A request as `token`; its response frame, checked against the schema.
-    pub async fn rpc(&self, token: &str, method: &str, params: Value) -> Value {
-        let message = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
-        let reply = self.post(Some(token), &message, &[]).await;
-        let frame = reply.frame();
-        let mut requests = crate::support::schema::Requests::default();
-        requests.sent(&message);
-        requests.check(&frame);
-        frame
-    }
-
-    /// `tools/call` as `token`, confirmed by the seed's flag.
-    pub async fn call_confirmed(&self, token: &str, name: &str, arguments: Value) -> Value {
-        self.rpc(
-            token,
-            "tools/call",
-            json!({"name": name, "arguments": arguments,
-                   "_meta": {"mcp/sampling/elicit_confirm": true}}),
-        )
-        .await
-    }
-
-    /// `tools/call` as `token`.
-    pub async fn call_tool(&self, token: &str, name: &str, arguments: Value) -> Value {
-        self.rpc(
-            token,
-            "tools/call",
-            json!({"name": name, "arguments": arguments}),
-        )
-        .await
-    }
-
-    /// The bridge's process (real adapters only).
-    pub fn process_id(&self) -> i32 {
-        match &self.server {
-            Server::Real(s) => s.process_id(),
-            Server::InMemory(_) => panic!("an in-memory bridge has no process of its own"),
-        }
-    }
-
-    /// The address the bridge listens on (real adapters only).
-    pub fn address(&self) -> std::net::SocketAddr {
-        match &self.server {
-            Server::Real(s) => s.address(),
-            Server::InMemory(_) => panic!("an in-memory bridge listens nowhere"),
-        }
-    }
-
-    /// A browser's CORS preflight of a POST to `/mcp` from `origin`.
-    pub async fn preflight(&self, origin: &str) -> Reply {
-        let headers = [
-            ("origin", origin),
-            ("access-control-request-method", "POST"),
-            (
-                "access-control-request-headers",
-                "authorization, content-type",
-            ),
-        ];
-        self.send("OPTIONS", "/mcp", &headers, None).await
+        Http::new(server, token)
     }
 }
 

@@ -4,6 +4,9 @@
 //! ports (`fakes`), real servers for the upstreams (`memory_server`, `collector`: OTLP
 //! receivers), the Prometheus scrape (`scrape`), the MCP schema check (`schema`), the
 //! Postgres test databases (`pg`) and a loopback TCP proxy that can be cut (`tcp_proxy`).
+//!
+//! The acceptance suite (`tests/acceptance`) mounts this module too, so it holds no tests:
+//! the harnesses' own checks are in `tests/e2e/harness.rs`.
 
 pub mod binary;
 pub mod collector;
