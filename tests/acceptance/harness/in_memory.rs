@@ -52,10 +52,16 @@ pub struct World {
 
 /// Spans exported to memory, from the subscriber this thread uses while the stack lives
 /// (the in-memory criteria run on a single-threaded runtime, so every handler does).
+///
+/// `tracing` caches whether a callsite is wanted when the callsite is first hit, and with
+/// a single dispatcher registered it asks only the hitting thread's own: a span first hit
+/// by another test's thread would be cached as unwanted. A second registered dispatcher
+/// (`_second`) makes it ask every one; the cache is rebuilt as each bridge starts.
 struct Spans {
     exporter: InMemorySpanExporter,
     provider: SdkTracerProvider,
     _default: tracing::subscriber::DefaultGuard,
+    _second: tracing::Dispatch,
 }
 
 impl World {
@@ -95,10 +101,12 @@ impl World {
                 .build();
             let subscriber =
                 tracing_subscriber::registry().with(otel_layer(provider.tracer("acceptance")));
+            let second = tracing::Dispatch::new(tracing_subscriber::registry());
             Spans {
                 exporter,
                 provider,
                 _default: tracing::subscriber::set_default(subscriber),
+                _second: second,
             }
         });
         World {
@@ -111,6 +119,9 @@ impl World {
     }
 
     fn app(&self, stdio: StdioToken) -> App {
+        if self.spans.is_some() {
+            tracing::callsite::rebuild_interest_cache();
+        }
         let identity = Identity::new(Arc::clone(&self.verifier), stdio);
         App::new(self.ports.clone(), Settings::default(), identity)
     }
