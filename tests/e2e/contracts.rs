@@ -7,11 +7,12 @@ use std::sync::Arc;
 use cyberos_mcp_bridge::adapters::cuo_process::{CuoSettings, ProcessCuoRunner, STARTING_FOR};
 use cyberos_mcp_bridge::adapters::skills_fs::FsSkillIndex;
 use cyberos_mcp_bridge::adapters::system_clock::SystemClock;
-use cyberos_mcp_bridge::domain::{CallCtx, DomainError, ErrorClass};
-use cyberos_mcp_bridge::ports::{CuoRunner, SkillIndex};
+use cyberos_mcp_bridge::domain::cuo::Progress;
+use cyberos_mcp_bridge::domain::{CallCtx, DomainError, ErrorClass, JsonText, Timestamp};
+use cyberos_mcp_bridge::ports::{Clock, CuoRunner, ProgressSink, SkillIndex, WorkflowRun};
 
 use crate::support::binary::binary;
-use crate::support::fakes::{Behaviour, ScriptedCuo, StaticSkills};
+use crate::support::fakes::{Behaviour, PacedCuo, ScriptedCuo, StaticSkills};
 use crate::support::{call_ctx, fixtures};
 
 fn ctx() -> CallCtx {
@@ -75,17 +76,74 @@ async fn the_scripted_cuo_satisfies_the_cuo_contract() {
 
 #[tokio::test]
 async fn the_process_adapter_over_the_bundled_runner_satisfies_the_cuo_contract() {
-    let cuo = ProcessCuoRunner::new(
+    cuo_contract(&process_cuo(&[])).await;
+}
+
+/// The real child-process adapter over the bundled runner, run with `runner_args`.
+fn process_cuo(runner_args: &[&str]) -> ProcessCuoRunner {
+    let mut command = vec![binary().to_owned(), "cuo-runner".into()];
+    command.extend(runner_args.iter().map(|a| (*a).to_owned()));
+    ProcessCuoRunner::new(
         CuoSettings {
-            command: vec![binary().to_owned(), "cuo-runner".into()],
+            command,
             pass_env: Vec::new(),
             call_timeout: std::time::Duration::from_secs(10),
             starting: 1,
             starting_for: STARTING_FOR,
         },
         Arc::new(SystemClock),
-    );
+    )
+}
+
+/// Progress reports, kept.
+#[derive(Default)]
+struct Reports(std::sync::Mutex<Vec<Progress>>);
+
+impl ProgressSink for Reports {
+    fn report(&self, progress: Progress) {
+        self.0.lock().unwrap().push(progress);
+    }
+}
+
+/// What every `CuoRunner` does with a run of `adr-quick-capture` paced at 100 ms a step
+/// (the acceptance suite relies on it): three steps, each reported, the artifact
+/// `adr.md`; past its deadline, `internal_error` with a hint that names the timeout.
+async fn paced_run_contract(cuo: &dyn CuoRunner) {
+    let run = |ms: i64| WorkflowRun {
+        persona: "chief-technology-officer".into(),
+        workflow: "adr-quick-capture".into(),
+        inputs: JsonText::from_serialized(r#"{"title":"t"}"#.into()),
+        deadline: Timestamp::from_unix_millis(SystemClock.now().unix_millis() + ms),
+    };
+    let reports = Reports::default();
+    let done = cuo
+        .execute_workflow(&ctx(), &run(10_000), &reports)
+        .await
+        .unwrap();
+    assert_eq!(done.steps_executed, 3);
+    assert_eq!(done.final_artifacts[0].name, "adr.md");
+    let steps: Vec<u64> = reports.0.lock().unwrap().iter().map(|p| p.step).collect();
+    assert_eq!(steps, [1, 2, 3]);
+    let late = cuo
+        .execute_workflow(&ctx(), &run(150), &Reports::default())
+        .await
+        .expect_err("past its deadline");
+    assert_eq!(late.class(), ErrorClass::Internal, "{late:?}");
+    assert!(late.hint().contains("timeout"), "{late:?}");
+}
+
+#[tokio::test]
+async fn the_paced_cuo_satisfies_the_cuo_contracts() {
+    let cuo = PacedCuo::new(std::time::Duration::from_millis(100), Arc::new(SystemClock));
     cuo_contract(&cuo).await;
+    paced_run_contract(&cuo).await;
+    assert_eq!(cuo.live_runs(), 0, "every run ended");
+    assert!(cuo.calls() > 0);
+}
+
+#[tokio::test]
+async fn paced_runs_of_the_process_adapter_over_the_bundled_runner_keep_the_contract() {
+    paced_run_contract(&process_cuo(&["--pace-ms", "100"])).await;
 }
 
 /// What every `SkillIndex` must do.

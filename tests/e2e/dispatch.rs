@@ -1,7 +1,7 @@
 //! The dispatcher through the library's stdio transport over an in-memory pipe, with
-//! fakes behind the ports: the cases the release binary must not be able to stage (a
-//! panicking handler, a slow upstream under our control), cancellation, the tool-error
-//! mode, a confirmed append, and EOF.
+//! fakes behind the ports: the cases the release binary must not be able to stage (a slow
+//! upstream under our control; a panicking handler is criterion 12 of
+//! `tests/acceptance`), cancellation, the tool-error mode, a confirmed append, and EOF.
 
 use std::time::Duration;
 
@@ -13,29 +13,6 @@ use cyberos_mcp_bridge::app::{Settings, ToolErrors};
 use crate::support::assert_envelope;
 use crate::support::fakes::{Behaviour, Phase};
 use crate::support::in_process::Client;
-
-#[tokio::test]
-async fn a_panic_in_a_handler_becomes_internal_error_and_the_bridge_keeps_serving() {
-    let mut c = Client::start(Behaviour::Panic, Settings::default()).await;
-    let resp = c.call(2, "cyberos.skill.list_skills", json!({})).await;
-    assert_eq!(resp["id"], 2);
-    let data = assert_envelope(&resp, -32603, "internal_error");
-    assert!(
-        !resp["error"]["data"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("scripted"),
-        "no panic text leaks: {resp}"
-    );
-    assert!(data.get("pointer").is_none());
-    let pong = c.request(3, "ping", json!({})).await;
-    assert_eq!(pong["result"], json!({}));
-    let personas = c.call(4, "cyberos.cuo.list_personas", json!({})).await;
-    assert_eq!(
-        personas["result"]["structuredContent"]["personas"][0]["short_name"],
-        "CTO"
-    );
-}
 
 #[tokio::test]
 async fn a_slow_call_does_not_block_a_ping() {

@@ -6,25 +6,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::support::binary::Bridge;
-use crate::support::{assert_envelope, init_params};
-
-fn sep986(name: &str) -> bool {
-    let Some(rest) = name.strip_prefix("cyberos.") else {
-        return false;
-    };
-    let Some((area, verb)) = rest.split_once('.') else {
-        return false;
-    };
-    let ok_area = area.starts_with(|c: char| c.is_ascii_lowercase())
-        && area
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
-    let ok_verb = verb.starts_with(|c: char| c.is_ascii_lowercase())
-        && verb
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
-    ok_area && ok_verb
-}
+use crate::support::{assert_envelope, init_params, sep_986};
 
 #[test]
 fn initialize_answers_2025_11_25_with_server_info_and_capabilities() {
@@ -101,7 +83,7 @@ fn tools_list_has_the_eight_tools_with_sep_986_names() {
     assert!(resp["result"].get("nextCursor").is_none());
     let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
     for name in &names {
-        assert!(sep986(name), "{name} violates the naming pattern");
+        assert!(sep_986(name), "{name} violates the naming pattern");
     }
     for expected in [
         "cyberos.cuo.list_personas",

@@ -1,9 +1,10 @@
 //! Tokens and scopes over HTTP: 401 with the RFC 9728 challenge, 403 for a missing
-//! scope, and each token confined to its own tenant.
+//! scope, and tokens without a subject. (Each token confined to its own tenant is
+//! criterion 16 of the acceptance suite.)
 
 use serde_json::json;
 
-use super::{LOCAL, OTHER};
+use super::LOCAL;
 use crate::support::http_server::{Server, error_body, rpc};
 use crate::support::init_params;
 
@@ -120,41 +121,6 @@ async fn a_read_only_token_gets_403_insufficient_scope_for_a_write() {
     // What the token does allow still works.
     let ok = s.call(&t, "cyberos.skill.list_skills", json!({})).await;
     assert!(ok.get("result").is_some(), "{ok}");
-}
-
-#[tokio::test]
-async fn each_token_sees_its_own_tenants_audit_log_only() {
-    let s = Server::start(&[]);
-    let a = s.token(LOCAL, None);
-    let b = s.token(OTHER, None);
-    let appended = s
-        .rpc(
-            &a,
-            1,
-            "tools/call",
-            json!({
-                "name": "cyberos.memory.append_audit",
-                "arguments": {"kind": "test.note", "body": {"secret": "tenant-a"}},
-                "_meta": {"com.cyberos/confirmed": true}
-            }),
-        )
-        .await;
-    assert!(
-        appended["result"]["structuredContent"]["audit_id"].is_string(),
-        "{appended}"
-    );
-    let read_b = s.call(&b, "cyberos.memory.read_audit", json!({})).await;
-    assert_eq!(
-        read_b["result"]["structuredContent"]["entries"],
-        json!([]),
-        "{read_b}"
-    );
-    let read_a = s.call(&a, "cyberos.memory.read_audit", json!({})).await;
-    let entries = read_a["result"]["structuredContent"]["entries"]
-        .as_array()
-        .unwrap();
-    assert_eq!(entries.len(), 1);
-    assert_eq!(entries[0]["body"]["secret"], "tenant-a");
 }
 
 #[tokio::test]

@@ -1,7 +1,6 @@
 //! The built binary over real stdin/stdout: every frame it writes is checked against the
 //! MCP schema.
 
-use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::process::{Child, ChildStdin, Command, Stdio};
@@ -10,7 +9,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::support::schema::check_frame;
+use crate::support::schema::Requests;
 use crate::support::{WAIT, fixtures, init_params};
 
 /// The path of the built binary.
@@ -29,7 +28,7 @@ pub struct Bridge {
     child: Child,
     stdin: Option<ChildStdin>,
     frames: mpsc::Receiver<String>,
-    sent: HashMap<String, (String, bool)>,
+    sent: Requests,
     next_id: i64,
     _data_dir: Option<tempfile::TempDir>,
 }
@@ -57,7 +56,7 @@ impl Bridge {
             child,
             stdin,
             frames,
-            sent: HashMap::new(),
+            sent: Requests::default(),
             next_id: 1,
             _data_dir: None,
         }
@@ -80,7 +79,7 @@ impl Bridge {
             child,
             stdin,
             frames,
-            sent: HashMap::new(),
+            sent: Requests::default(),
             next_id: 1,
             _data_dir: Some(data_dir),
         }
@@ -190,21 +189,7 @@ impl Bridge {
 
     /// Sends a message, remembering the method of requests for schema checks.
     pub fn send(&mut self, message: &Value) {
-        if let (Some(id), Some(method)) = (
-            message.get("id"),
-            message.get("method").and_then(Value::as_str),
-        ) {
-            let task = message["params"].get("task").is_some();
-            // The seed's `{id}` door answers the seed's shape, a plain `Result` (CONTRACT §3).
-            let seed =
-                message["params"].get("id").is_some() && message["params"].get("taskId").is_none();
-            let method = if seed {
-                format!("{method}#seed")
-            } else {
-                method.to_owned()
-            };
-            self.sent.insert(id.to_string(), (method, task));
-        }
+        self.sent.sent(message);
         self.send_raw(message.to_string().as_bytes());
     }
 
@@ -246,12 +231,7 @@ impl Bridge {
             .expect("a frame on stdout in time");
         let frame: Value = serde_json::from_str(&line)
             .unwrap_or_else(|_| panic!("stdout carried a non-JSON line: {line}"));
-        let sent = frame
-            .get("id")
-            .and_then(|id| self.sent.get(&id.to_string()))
-            .cloned();
-        let task = sent.as_ref().is_some_and(|(_, t)| *t);
-        check_frame(&frame, sent.as_ref().map(|(m, _)| m.as_str()), task);
+        self.sent.check(&frame);
         frame
     }
 

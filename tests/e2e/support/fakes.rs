@@ -236,10 +236,199 @@ impl CuoRunner for PanickingWorkflows {
     }
 }
 
-/// An in-memory audit log, per tenant, idempotent by key, paged newest first.
+/// A CUO whose runs take time, with the bundled runner's two workflows the tests use:
+/// persona `chief-technology-officer`, workflows `adr-quick-capture` (inputs `{title}`) and
+/// `architect-new-system`. A run takes three steps of `pace` each, reports each step, ends
+/// with the artifact `adr.md`, and keeps to its deadline (`Internal` with a timeout hint
+/// past it, as the port requires). It counts the calls that reach it and the runs in
+/// flight: a run whose future is dropped (a cancel) is in flight no more.
+pub struct PacedCuo {
+    pace: Duration,
+    clock: Arc<dyn Clock>,
+    calls: std::sync::atomic::AtomicUsize,
+    live: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+/// One run in flight of a [`PacedCuo`], until dropped.
+struct LiveRun(Arc<std::sync::atomic::AtomicUsize>);
+
+impl Drop for LiveRun {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+impl PacedCuo {
+    /// Runs pace each step by `pace` and read the time for their deadlines from `clock`.
+    pub fn new(pace: Duration, clock: Arc<dyn Clock>) -> PacedCuo {
+        PacedCuo {
+            pace,
+            clock,
+            calls: Default::default(),
+            live: Default::default(),
+        }
+    }
+
+    /// How many calls reached this CUO.
+    pub fn calls(&self) -> usize {
+        self.calls.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// How many runs are in flight.
+    pub fn live_runs(&self) -> usize {
+        self.live.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    fn called(&self) {
+        self.calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    fn workflows() -> Vec<Workflow> {
+        let workflow = |id: &str, title: &str| {
+            Workflow {
+            persona: "chief-technology-officer".into(),
+            id: id.into(),
+            title: title.into(),
+            description: format!("{title}."),
+            input_schema: JsonText::from_serialized(
+                r#"{"type":"object","properties":{"title":{"type":"string","minLength":1}},"required":["title"]}"#
+                    .into(),
+            ),
+            typical_duration_s: 20,
+        }
+        };
+        vec![
+            workflow(
+                "adr-quick-capture",
+                "Capture an architecture decision record",
+            ),
+            workflow("architect-new-system", "Architect a new system"),
+        ]
+    }
+
+    /// Three steps of `pace`, each reported, within `deadline`.
+    async fn run(
+        &self,
+        deadline: Timestamp,
+        progress: &dyn ProgressSink,
+    ) -> Result<WorkflowOutcome, DomainError> {
+        self.live.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let _live = LiveRun(Arc::clone(&self.live));
+        let left = Duration::from_millis(deadline.millis_since(self.clock.now()));
+        let steps = async {
+            for step in 1..=3 {
+                // The pace is the scenario: work that takes this long.
+                tokio::time::sleep(self.pace).await;
+                progress.report(cyberos_mcp_bridge::domain::cuo::Progress {
+                    step,
+                    total: Some(3),
+                    message: Some(format!("step {step} of 3")),
+                });
+            }
+        };
+        match tokio::time::timeout(left, steps).await {
+            Ok(()) => Ok(WorkflowOutcome {
+                steps_executed: 3,
+                final_artifacts: vec![cyberos_mcp_bridge::domain::cuo::Artifact {
+                    name: "adr.md".into(),
+                    media_type: "text/markdown".into(),
+                    content: "# Decision\n".into(),
+                }],
+            }),
+            Err(_) => Err(DomainError::internal("the run timed out", None).with_hint(
+                "It ran past its timeout_s; run it again with a longer timeout_s if the work needs it.",
+            )),
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl CuoRunner for PacedCuo {
+    async fn list_personas(&self, _: &CallCtx) -> Result<Vec<Persona>, DomainError> {
+        self.called();
+        Ok(vec![Persona {
+            id: "chief-technology-officer".into(),
+            title: "Chief Technology Officer".into(),
+            short_name: "CTO".into(),
+            description: "Owns technology.".into(),
+            workflows: PacedCuo::workflows().into_iter().map(|w| w.id).collect(),
+        }])
+    }
+    async fn list_workflows(
+        &self,
+        _: &CallCtx,
+        persona: Option<&str>,
+    ) -> Result<Vec<Workflow>, DomainError> {
+        self.called();
+        if persona.is_some_and(|p| p != "chief-technology-officer") {
+            return Err(DomainError::invalid("unknown persona"));
+        }
+        Ok(PacedCuo::workflows())
+    }
+    async fn route(&self, _: &CallCtx, _: &str, _: u8) -> Result<Route, DomainError> {
+        self.called();
+        Ok(Route {
+            persona: "chief-technology-officer".into(),
+            workflow: "architect-new-system".into(),
+            confidence: 0.9,
+            alternates: vec![],
+        })
+    }
+    async fn execute_workflow(
+        &self,
+        _: &CallCtx,
+        run: &WorkflowRun,
+        progress: &dyn ProgressSink,
+    ) -> Result<WorkflowOutcome, DomainError> {
+        self.called();
+        if !PacedCuo::workflows()
+            .iter()
+            .any(|w| w.persona == run.persona && w.id == run.workflow)
+        {
+            return Err(DomainError::invalid("unknown workflow"));
+        }
+        self.run(run.deadline, progress).await
+    }
+    async fn invoke_skill(
+        &self,
+        _: &CallCtx,
+        run: &SkillRun,
+        progress: &dyn ProgressSink,
+    ) -> Result<JsonText, DomainError> {
+        self.called();
+        self.run(run.deadline, progress).await?;
+        Ok(JsonText::from_serialized(
+            r#"{"output":null,"artifacts":[]}"#.into(),
+        ))
+    }
+    async fn check(&self) -> Result<(), DomainError> {
+        Ok(())
+    }
+}
+
+/// An in-memory audit log, per tenant, idempotent by key, paged newest first; or, when
+/// `down`, a log that cannot be reached.
 #[derive(Default)]
 pub struct InMemoryAudit {
     entries: Mutex<Vec<(String, String, AuditEntry)>>,
+    pub down: bool,
+}
+
+impl InMemoryAudit {
+    /// A log that answers every call as unreachable, as a memory service that is down.
+    pub fn unreachable() -> InMemoryAudit {
+        InMemoryAudit {
+            down: true,
+            ..InMemoryAudit::default()
+        }
+    }
+
+    fn reachable(&self) -> Result<(), DomainError> {
+        if self.down {
+            return Err(DomainError::unavailable(Upstream::Memory, None));
+        }
+        Ok(())
+    }
 }
 
 #[async_trait::async_trait]
@@ -250,6 +439,7 @@ impl MemoryClient for InMemoryAudit {
         entry: &NewAuditEntry,
         key: &str,
     ) -> Result<AuditReceipt, DomainError> {
+        self.reachable()?;
         let mut entries = self.entries.lock().unwrap();
         let tenant = ctx.tenant.to_string();
         if let Some((_, _, e)) = entries.iter().find(|(t, k, _)| *t == tenant && k == key) {
@@ -279,6 +469,7 @@ impl MemoryClient for InMemoryAudit {
         })
     }
     async fn get(&self, ctx: &CallCtx, audit_id: &str) -> Result<AuditEntry, DomainError> {
+        self.reachable()?;
         let entries = self.entries.lock().unwrap();
         entries
             .iter()
@@ -287,6 +478,7 @@ impl MemoryClient for InMemoryAudit {
             .ok_or_else(|| DomainError::invalid("audit entry not found"))
     }
     async fn list(&self, ctx: &CallCtx, q: &AuditQuery) -> Result<AuditPage, DomainError> {
+        self.reachable()?;
         let entries = self.entries.lock().unwrap();
         let tenant = ctx.tenant.to_string();
         let start = match &q.cursor {
@@ -316,7 +508,7 @@ impl MemoryClient for InMemoryAudit {
         })
     }
     async fn check(&self) -> Result<(), DomainError> {
-        Ok(())
+        self.reachable()
     }
 }
 

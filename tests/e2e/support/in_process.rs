@@ -21,12 +21,12 @@ use crate::support::fakes::{
     StaticTokens,
 };
 use crate::support::init_params;
-use crate::support::schema::check_frame;
+use crate::support::schema::Requests;
 
 pub(crate) struct Client {
     pub(crate) write: tokio::io::WriteHalf<DuplexStream>,
     pub(crate) read: Lines<BufReader<tokio::io::ReadHalf<DuplexStream>>>,
-    pub(crate) methods: std::collections::HashMap<String, String>,
+    pub(crate) requests: Requests,
     pub(crate) server: tokio::task::JoinHandle<std::io::Result<()>>,
     /// Where the skill index's latest call is.
     pub(crate) skills: Option<tokio::sync::watch::Receiver<Phase>>,
@@ -80,7 +80,16 @@ impl Client {
         token: StdioToken,
     ) -> Client {
         let identity = Identity::new(verifier, token);
-        let app = App::new(ports, settings, identity);
+        let mut c = Client::connect(App::new(ports, settings, identity));
+        let init = c.request(1, "initialize", init_params("2025-11-25")).await;
+        assert_eq!(init["result"]["protocolVersion"], "2025-11-25", "{init}");
+        c.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+            .await;
+        c
+    }
+
+    /// A client of `app` served over a fresh pipe, not yet initialized.
+    pub(crate) fn connect(app: App) -> Client {
         let (client, server) = tokio::io::duplex(1 << 20);
         let (server_read, server_write) = tokio::io::split(server);
         let server = tokio::spawn(stdio::serve(
@@ -90,18 +99,13 @@ impl Client {
             CancellationToken::new(),
         ));
         let (read, write) = tokio::io::split(client);
-        let mut c = Client {
+        Client {
             write,
             read: BufReader::new(read).lines(),
-            methods: Default::default(),
+            requests: Requests::default(),
             server,
             skills: None,
-        };
-        let init = c.request(1, "initialize", init_params("2025-11-25")).await;
-        assert_eq!(init["result"]["protocolVersion"], "2025-11-25", "{init}");
-        c.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
-            .await;
-        c
+        }
     }
 
     /// Closes the pipe and awaits the server, which must end cleanly at EOF (a panic in
@@ -124,9 +128,7 @@ impl Client {
     }
 
     pub(crate) async fn send(&mut self, msg: Value) {
-        if let (Some(id), Some(m)) = (msg.get("id"), msg["method"].as_str()) {
-            self.methods.insert(id.to_string(), m.to_owned());
-        }
+        self.requests.sent(&msg);
         self.write
             .write_all(format!("{msg}\n").as_bytes())
             .await
@@ -150,11 +152,7 @@ impl Client {
             .unwrap()
             .unwrap();
         let frame: Value = serde_json::from_str(&line).unwrap();
-        let method = frame
-            .get("id")
-            .and_then(|id| self.methods.get(&id.to_string()))
-            .cloned();
-        check_frame(&frame, method.as_deref(), false);
+        self.requests.check(&frame);
         frame
     }
 

@@ -4,6 +4,9 @@
 //! ports (`fakes`), real servers for the upstreams (`memory_server`, `collector`: OTLP
 //! receivers), the Prometheus scrape (`scrape`), the MCP schema check (`schema`), the
 //! Postgres test databases (`pg`) and a loopback TCP proxy that can be cut (`tcp_proxy`).
+//!
+//! The acceptance suite (`tests/acceptance`) mounts this module too, so it holds no tests:
+//! the harnesses' own checks are in `tests/e2e/harness.rs`.
 
 pub mod binary;
 pub mod collector;
@@ -107,6 +110,26 @@ pub fn init_params(version: &str) -> Value {
         "capabilities": {"sampling": {}, "extensions": {"io.example/x": {}}},
         "clientInfo": {"name": "e2e", "version": "0.0.1", "futureField": true}
     })
+}
+
+/// Whether `name` follows the tool-name pattern, SEP-986 as the contract narrows it (§4):
+/// `^cyberos\.[a-z][a-z0-9]*\.[a-z][a-z0-9_]*$`.
+pub fn sep_986(name: &str) -> bool {
+    let Some(rest) = name.strip_prefix("cyberos.") else {
+        return false;
+    };
+    let Some((area, verb)) = rest.split_once('.') else {
+        return false;
+    };
+    let ok_area = area.starts_with(|c: char| c.is_ascii_lowercase())
+        && area
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
+    let ok_verb = verb.starts_with(|c: char| c.is_ascii_lowercase())
+        && verb
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+    ok_area && ok_verb
 }
 
 /// Asserts the contract's envelope and returns `error.data`.

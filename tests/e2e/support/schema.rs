@@ -26,6 +26,11 @@ fn validator(def: &str) -> &'static jsonschema::Validator {
     })
 }
 
+/// Whether `value` is a valid `def`.
+pub fn is_valid(def: &str, value: &Value) -> bool {
+    validator(def).is_valid(value)
+}
+
 /// Panics with every violation when `value` is not a valid `def`.
 pub fn assert_valid(def: &str, value: &Value) {
     let errors: Vec<String> = validator(def)
@@ -93,13 +98,39 @@ fn assert_self_sufficient(text: &Value, data: &Value) {
     assert_eq!(text.as_str(), Some(want.as_str()), "{data}");
 }
 
-#[test]
-fn the_schema_copy_rejects_what_the_spec_forbids() {
-    // A null id is not allowed in an error response: the reason ids are omitted instead.
-    let bad = serde_json::json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32700, "message": "x"}});
-    assert!(!validator("JSONRPCMessage").is_valid(&bad));
-    let good = serde_json::json!({"jsonrpc": "2.0", "error": {"code": -32700, "message": "x"}});
-    assert_valid("JSONRPCMessage", &good);
-    let no_content = serde_json::json!({"structuredContent": {}});
-    assert!(!validator("CallToolResult").is_valid(&no_content));
+/// The requests a client sent, by id, so that each response is checked against the
+/// result type of its request: the method, whether it asked for a task, and the seed's
+/// `{id}` door of `tasks/*`, which answers the seed's shape, a plain `Result` (CONTRACT §3).
+#[derive(Default)]
+pub struct Requests(HashMap<String, (String, bool)>);
+
+impl Requests {
+    /// Records `message` if it is a request.
+    pub fn sent(&mut self, message: &Value) {
+        let (Some(id), Some(method)) = (
+            message.get("id"),
+            message.get("method").and_then(Value::as_str),
+        ) else {
+            return;
+        };
+        let params = &message["params"];
+        let task = params.get("task").is_some();
+        let seed = params.get("id").is_some() && params.get("taskId").is_none();
+        let method = if seed {
+            format!("{method}#seed")
+        } else {
+            method.to_owned()
+        };
+        self.0.insert(id.to_string(), (method, task));
+    }
+
+    /// Checks `frame`, a message the bridge sent, against the schema ([`check_frame`]).
+    pub fn check(&self, frame: &Value) {
+        let sent = frame.get("id").and_then(|id| self.0.get(&id.to_string()));
+        check_frame(
+            frame,
+            sent.map(|(m, _)| m.as_str()),
+            sent.is_some_and(|(_, task)| *task),
+        );
+    }
 }

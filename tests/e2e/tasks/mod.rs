@@ -1,6 +1,6 @@
 //! Long-running tools as tasks through the built binary, on SQLite and (when
-//! `DATABASE_URL` is set) on Postgres: the seed's criteria 4, 5, 6, 7, 8 and 17, the spec's
-//! task door, progress (`lifecycle`), cancellation and process-group kills (`cancel`), no
+//! `DATABASE_URL` is set) on Postgres, beyond the seed's criteria (4-8 and 17 are in
+//! `tests/acceptance`): the spec's task door, progress (`lifecycle`), cancellation and process-group kills (`cancel`), no
 //! process outliving a killed bridge (`crash`), tenancy (`tenants`), the run caps under
 //! pipelined and parallel calls (`caps`), concurrent calls on one task (`races`), tasks
 //! that end whatever befalls the store or the run (`ending`), two bridge instances on one
