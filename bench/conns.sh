@@ -26,8 +26,9 @@ goal_kib=8
 stream_goal_kib=24
 tenant=00000000-0000-4000-8000-000000000001
 largest=$(for n in $counts; do echo "$n"; done | sort -n | tail -1)
+most=$(for n in $counts $streams; do echo "$n"; done | sort -n | tail -1)
 # The server and the client each hold one descriptor per connection.
-ulimit -n "$(( largest + 1024 > $(ulimit -Hn) ? $(ulimit -Hn) : largest + 1024 ))"
+ulimit -n "$(( most + 1024 > $(ulimit -Hn) ? $(ulimit -Hn) : most + 1024 ))"
 
 target=${CARGO_TARGET_DIR:-$root/target}
 if [ -z "${BENCH_BRIDGE:-}" ]; then

@@ -275,11 +275,14 @@ impl Session {
             "cyberos-e-{}",
             data_encoding::HEXLOWER.encode(&crate::support::random::random_bytes::<16>())
         ));
-        let frame = serde_json::json!({"jsonrpc": "2.0", "id": id.to_value(), "method": method, "params": params});
+        // Written out at once: the question waits as text, not as a tree of maps.
+        let frame =
+            serde_json::json!({"jsonrpc": "2.0", "id": id.to_value(), "method": method, "params": params})
+                .to_string();
         let Some(route) = &self.route else {
             let (tx, rx) = oneshot::channel();
             self.lock_awaiting().insert(id.clone(), tx);
-            self.notify(frame.to_string()).await;
+            self.notify(frame).await;
             let answer = tokio::time::timeout(wait, rx)
                 .await
                 .ok()
@@ -300,7 +303,7 @@ impl Session {
             return Err(too_many_open_questions());
         }
         let mut open = Open(Some((route, key)));
-        self.notify(frame.to_string()).await;
+        self.notify(frame).await;
         let (route, key) = open.0.as_ref().expect("set above");
         let answer = route.answers.wait(&route.tenant, key, wait).await;
         open.0 = None;
