@@ -15,6 +15,7 @@ use serde_json::{Value, json};
 use crate::domain::memory::{AuditEntry, AuditPage, AuditQuery, AuditReceipt, NewAuditEntry};
 use crate::domain::{CallCtx, DomainError, JsonText, Timestamp, TraceId, Upstream};
 use crate::ports::MemoryClient;
+use crate::support::memory_service;
 
 /// Largest response body read.
 const MAX_BODY: usize = 4 * 1024 * 1024;
@@ -52,24 +53,8 @@ impl HttpMemoryClient {
         base: &str,
         token: Option<String>,
     ) -> Result<HttpMemoryClient, BuildMemoryClientError> {
-        let mut base =
-            Url::parse(base).map_err(|e| BuildMemoryClientError(format!("--memory-url: {e}")))?;
-        if !matches!(base.scheme(), "http" | "https") || base.cannot_be_a_base() {
-            return Err(BuildMemoryClientError(
-                "--memory-url must be an http(s) URL".into(),
-            ));
-        }
-        if !base.path().ends_with('/') {
-            base.set_path(&format!("{}/", base.path()));
-        }
-        // ring is this binary's TLS provider; installing it twice is harmless.
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        let http = reqwest::Client::builder()
-            .connect_timeout(Duration::from_secs(1))
-            .timeout(Duration::from_secs(5))
-            .redirect(reqwest::redirect::Policy::none())
-            .build()
-            .map_err(|e| BuildMemoryClientError(format!("cannot build the HTTP client: {e}")))?;
+        let base = memory_service::base_url(base).map_err(BuildMemoryClientError)?;
+        let http = memory_service::client().map_err(BuildMemoryClientError)?;
         Ok(HttpMemoryClient { base, token, http })
     }
 

@@ -2,10 +2,10 @@
 //! connect, 5 s in all, no redirects, 4 MiB of body), every exchange kept whole so the
 //! rules can look at statuses, bodies and headers as the service sent them.
 
-use std::time::Duration;
-
 use reqwest::{Method, Url};
 use serde_json::Value;
+
+use crate::support::memory_service;
 
 /// Largest body read, as the bridge reads.
 const MAX_BODY: usize = 4 * 1024 * 1024;
@@ -112,21 +112,8 @@ impl Service {
     /// # Errors
     /// When the URL is no http(s) base or the client cannot be built.
     pub(super) fn new(base: &str, token: Option<String>) -> Result<Service, String> {
-        let mut base = Url::parse(base).map_err(|e| format!("--memory-url: {e}"))?;
-        if !matches!(base.scheme(), "http" | "https") || base.cannot_be_a_base() {
-            return Err("--memory-url must be an http(s) URL".into());
-        }
-        if !base.path().ends_with('/') {
-            base.set_path(&format!("{}/", base.path()));
-        }
-        // ring is this binary's TLS provider; installing it twice is harmless.
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        let http = reqwest::Client::builder()
-            .connect_timeout(Duration::from_secs(1))
-            .timeout(Duration::from_secs(5))
-            .redirect(reqwest::redirect::Policy::none())
-            .build()
-            .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
+        let base = memory_service::base_url(base)?;
+        let http = memory_service::client()?;
         Ok(Service {
             base,
             token,
