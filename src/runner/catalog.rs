@@ -23,7 +23,7 @@ mod bundled {
     include!(concat!(env!("OUT_DIR"), "/catalog.rs"));
 }
 
-/// Persona files larger than this are refused; the biggest authored one is ~20 KiB.
+/// Persona files larger than this are refused; authored ones are far smaller.
 const MAX_FILE: u64 = 4 * 1024 * 1024;
 
 /// Why a catalogue cannot be used.

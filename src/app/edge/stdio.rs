@@ -159,8 +159,8 @@ async fn start_requests(
                 // Cancelled while it waited its turn.
                 None
             } else {
-                // Boxed: inline, the answer's future (about 1 KB) would be copied each
-                // time the task's future moves (into the task, between its stages).
+                // Boxed: inline, the answer's future, which is large, would be copied
+                // each time the task's future moves (into the task, between its stages).
                 let work = AssertUnwindSafe(Box::pin(dispatch::answer(&app, &session, req)))
                     .catch_unwind();
                 tokio::select! {
