@@ -19,6 +19,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
+. bench/lib.sh
 
 counts=${COUNTS:-1000 5000 10000}
 streams=${STREAMS:-500 1000 2000}
@@ -46,23 +47,40 @@ cleanup() {
 }
 trap cleanup EXIT
 
-rss_kib() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }
-
 # start_bridge [extra flags...]: a fresh instance on a fresh data dir; sets bridge_pid, addr.
 start_bridge() {
   rm -rf "$tmp/data"
   CYBEROS_HTTP_CALL_RATE=off "$bridge" --dev --transport http --listen 127.0.0.1:0 \
     --data-dir "$tmp/data" --skills-dir tests/fixtures/skills "$@" 2>"$tmp/bridge.log" &
   bridge_pid=$!
-  addr=
-  for _ in $(seq 1 100); do
-    addr=$(grep -o 'listening on [^ ]*' "$tmp/bridge.log" 2>/dev/null | head -1 | awk '{print $3}') || true
-    [ -n "$addr" ] && break
-    sleep 0.1
-  done
-  [ -n "$addr" ] || { cat "$tmp/bridge.log" >&2; exit 1; }
+  addr=$(wait_addr "$tmp/bridge.log")
 }
 stop_bridge() { kill "$bridge_pid"; wait "$bridge_pid" 2>/dev/null || true; bridge_pid=; }
+
+# hold WHAT N TICKS CLIENT ARGS...: runs CLIENT (an idle_conns.py-like script that prints
+# `held N` once it holds its N, then holds until stdin closes), waits up to TICKS × 50 ms
+# for it, samples the bridge's RSS while all N are held and lets them go; reports the RSS
+# and sets `each` (KiB each above $rss_idle); exits unless all N were held.
+hold() {
+  local what=$1 n=$2 ticks=$3 out="$tmp/held.$RANDOM" pid held rss
+  shift 3
+  rm -f "$tmp/hold"; mkfifo "$tmp/hold"
+  "$@" <"$tmp/hold" >"$out" &
+  pid=$!
+  exec 3>"$tmp/hold"
+  for _ in $(seq 1 "$ticks"); do
+    grep -q '^held' "$out" && break
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.05
+  done
+  held=$(awk '/^held/ { print $2 }' "$out")
+  rss=$(rss_kib "$bridge_pid")
+  exec 3>&-
+  wait "$pid" || { echo "opening $n $what failed" >&2; tail -5 "$tmp/bridge.log" >&2; exit 1; }
+  [ "${held:-0}" -eq "$n" ] || { echo "held ${held:-0} of $n $what" >&2; exit 1; }
+  each=$(awk -v r="$rss" -v i="$rss_idle" -v n="$n" 'BEGIN { printf "%.1f", (r - i) / n }')
+  echo "$n $what: RSS ${rss} KiB, ${each} KiB each above idle"
+}
 
 start_bridge
 grep -o 'max_connections=[0-9]*' "$tmp/bridge.log" | head -1 >&2 || true
@@ -76,22 +94,9 @@ echo "idle RSS ${rss_idle} KiB"
 
 per=0
 for n in $counts; do
-  mkfifo "$tmp/hold.$n"
-  BATCH=1000 python3 bench/idle_conns.py "$addr" "$n" "$token" 8 <"$tmp/hold.$n" >"$tmp/conns.$n" &
-  conns_pid=$!
-  exec 3>"$tmp/hold.$n"
-  for _ in $(seq 1 300); do
-    grep -q '^held' "$tmp/conns.$n" && break
-    kill -0 "$conns_pid" 2>/dev/null || break
-    sleep 0.05
-  done
-  held=$(awk '/^held/ { print $2 }' "$tmp/conns.$n")
-  rss=$(rss_kib "$bridge_pid")
-  exec 3>&-
-  wait "$conns_pid" || { echo "opening $n connections failed" >&2; exit 1; }
-  [ "${held:-0}" -eq "$n" ] || { echo "held ${held:-0} of $n" >&2; exit 1; }
-  per=$(awk -v r="$rss" -v i="$rss_idle" -v n="$n" 'BEGIN { printf "%.1f", (r - i) / n }')
-  echo "$n idle keep-alive connections: RSS ${rss} KiB, ${per} KiB each above idle"
+  BATCH=1000 hold "idle keep-alive connections" "$n" 300 \
+    python3 bench/idle_conns.py "$addr" "$n" "$token" 8
+  per=$each
   # Let the server reap them before the next set.
   sleep 11
 done
@@ -111,23 +116,10 @@ echo "idle RSS ${rss_idle} KiB (fresh instance, after 16 warm-up streams)"
 sper=0
 slargest=0
 for n in $streams; do
-  rm -f "$tmp/hold.s$n"; mkfifo "$tmp/hold.s$n"
-  python3 bench/waiting_streams.py "$addr" "$n" "$tmp/tokens" 60 <"$tmp/hold.s$n" >"$tmp/streams.$n" &
-  streams_pid=$!
-  exec 3>"$tmp/hold.s$n"
-  for _ in $(seq 1 1200); do
-    grep -q '^held' "$tmp/streams.$n" && break
-    kill -0 "$streams_pid" 2>/dev/null || break
-    sleep 0.05
-  done
-  held=$(awk '/^held/ { print $2 }' "$tmp/streams.$n")
-  rss=$(rss_kib "$bridge_pid")
-  exec 3>&-
-  wait "$streams_pid" || { echo "opening $n waiting streams failed" >&2; tail -5 "$tmp/bridge.log" >&2; exit 1; }
-  [ "${held:-0}" -eq "$n" ] || { echo "held ${held:-0} of $n streams" >&2; exit 1; }
-  sper=$(awk -v r="$rss" -v i="$rss_idle" -v n="$n" 'BEGIN { printf "%.1f", (r - i) / n }')
+  hold "waiting tools/call SSE streams" "$n" 1200 \
+    python3 bench/waiting_streams.py "$addr" "$n" "$tmp/tokens" 60
+  sper=$each
   slargest=$n
-  echo "$n waiting tools/call SSE streams: RSS ${rss} KiB, ${sper} KiB each above idle"
   # The closed streams' questions are withdrawn; let the instance settle.
   sleep 3
 done

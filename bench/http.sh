@@ -26,6 +26,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
+. bench/lib.sh
 
 duration=${DURATION:-6s}
 rounds=${ROUNDS:-3}
@@ -59,22 +60,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# Waits for `listening on ADDR` in a log file; prints ADDR.
-wait_addr() {
-  local log=$1
-  for _ in $(seq 1 100); do
-    if grep -q 'listening on ' "$log" 2>/dev/null; then
-      grep -o 'listening on [^ ]*' "$log" | head -1 | awk '{print $3}'
-      return 0
-    fi
-    sleep 0.1
-  done
-  cat "$log" >&2
-  return 1
-}
-
-cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
-rss_kib() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }
 hz=$(getconf CLK_TCK)
 
 cat >"$tmp/post.lua" <<'LUA'

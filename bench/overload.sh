@@ -20,6 +20,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
+. bench/lib.sh
 
 rates=${RATES:-2 4}
 duration=${DURATION:-8s}
@@ -54,19 +55,6 @@ cleanup() {
   rm -rf "$tmp"
 }
 trap cleanup EXIT
-
-wait_addr() {
-  local log=$1
-  for _ in $(seq 1 100); do
-    if grep -q 'listening on ' "$log" 2>/dev/null; then
-      grep -o 'listening on [^ ]*' "$log" | head -1 | awk '{print $3}'
-      return 0
-    fi
-    sleep 0.1
-  done
-  cat "$log" >&2
-  return 1
-}
 
 call='{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"cyberos.skill.list_skills","arguments":{}}}'
 peer_call='{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"list_skills","arguments":{}}}'
