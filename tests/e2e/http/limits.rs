@@ -9,6 +9,7 @@ use serde_json::json;
 use super::{LOCAL, OTHER, adr};
 use crate::support::binary::paced;
 use crate::support::http_server::{Server, error_body, open_stream, read, rpc};
+use crate::support::raw_http::ping_on;
 
 #[tokio::test]
 async fn tools_calls_beyond_the_tenant_rate_get_429_with_retry_after() {
@@ -139,43 +140,6 @@ async fn a_tenant_at_its_task_cap_gets_429_with_retry_after() {
     // Another tenant is not held back.
     let other = s.token("bbbbbbbb-0000-4000-8000-00000000000b", None);
     assert_eq!(s.post(Some(&other), &start).await.status, 200);
-}
-
-/// A raw HTTP/1.1 exchange on `conn`: one `ping`, kept alive; the response head and body.
-fn ping_on(conn: &mut std::net::TcpStream, addr: &str, token: &str) -> String {
-    let body = rpc(1, "ping", json!({})).to_string();
-    write!(
-        conn,
-        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
-         Accept: application/json\r\nAuthorization: Bearer {token}\r\n\
-         Content-Length: {}\r\n\r\n{body}",
-        body.len()
-    )
-    .unwrap();
-    let mut got = Vec::new();
-    let mut buf = [0u8; 4096];
-    // Until the whole body is in: the head's Content-Length says how much that is.
-    loop {
-        let n = conn.read(&mut buf).unwrap();
-        got.extend_from_slice(&buf[..n]);
-        let text = String::from_utf8_lossy(&got).into_owned();
-        if let Some((head, rest)) = text.split_once("\r\n\r\n") {
-            let length = head
-                .lines()
-                .find_map(|l| {
-                    l.to_ascii_lowercase()
-                        .strip_prefix("content-length:")
-                        .map(|v| v.trim().parse::<usize>().unwrap())
-                })
-                .unwrap_or(0);
-            if rest.len() >= length || n == 0 {
-                return text;
-            }
-        }
-        if n == 0 {
-            return text;
-        }
-    }
 }
 
 #[tokio::test]

@@ -11,6 +11,7 @@ mod auth;
 mod elicitation;
 mod gate;
 mod gate_order;
+mod keepalive;
 mod limits;
 mod refusals;
 mod resume;

@@ -20,6 +20,7 @@ pub mod memory_server;
 pub mod module_graph;
 pub mod pg;
 pub mod proc_status;
+pub mod raw_http;
 pub mod rust_source;
 pub mod schema;
 pub mod scrape;

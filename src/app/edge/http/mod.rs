@@ -18,6 +18,7 @@ mod body;
 mod elicitation;
 mod event_id;
 mod gate;
+mod keepalive;
 mod limits;
 mod mcp;
 mod origin;

@@ -1,7 +1,7 @@
 //! The accept loop: HTTP/1.1 and cleartext HTTP/2 (prior knowledge, as load balancers
 //! use it) on one port, on hyper with the limits `axum::serve` does not set (RELIABILITY
-//! §6.1) — a header-read timer, which also closes idle HTTP/1.1 keep-alive connections,
-//! fewer and smaller headers, a bounded number of concurrent HTTP/2 streams and a
+//! §6.1) — a header-read timer, an idle limit on HTTP/1.1 keep-alive connections, which
+//! hold no buffers while idle (`keepalive.rs`), fewer and smaller headers, a bounded number of concurrent HTTP/2 streams and a
 //! keep-alive ping that drops dead HTTP/2 peers, a cap on open connections past which a
 //! new one is answered `503` + `Retry-After` and closed (never left in the backlog or
 //! reset; `overflow.rs`) — and a graceful stop that drains in-flight requests within a
@@ -18,6 +18,7 @@ use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
+use super::keepalive::{self, Tracked};
 use super::overflow;
 use super::router::{HttpSettings, router};
 use super::session_id::SessionKey;
@@ -27,6 +28,8 @@ use crate::app::telemetry::{self, Refusal};
 
 /// Time a client has to send a request's headers, and the longest idle keep-alive.
 const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long an HTTP/1.1 connection may stay idle between requests.
+const IDLE: Duration = HEADER_READ_TIMEOUT;
 /// Headers per request (hyper answers 431 beyond).
 const MAX_HEADERS: usize = 64;
 /// Read buffer per connection, which bounds the header block (431 beyond).
@@ -133,14 +136,21 @@ pub(super) async fn accept<S>(
             axum::http::Request<hyper::body::Incoming>,
             Response = axum::response::Response,
             Error = std::convert::Infallible,
+        > + tower_service::Service<
+            axum::http::Request<Tracked>,
+            Response = axum::response::Response,
+            Error = std::convert::Infallible,
         > + Clone
         + Send
         + 'static,
-    S::Future: Send + 'static,
+    <S as tower_service::Service<axum::http::Request<hyper::body::Incoming>>>::Future:
+        Send + 'static,
+    <S as tower_service::Service<axum::http::Request<Tracked>>>::Future: Send + Unpin + 'static,
 {
-    let service = TowerToHyperService::new(service);
     let mut h1 = hyper::server::conn::http1::Builder::new();
-    h1.timer(TokioTimer::new())
+    // Keep-alive is `keepalive.rs`'s: hyper serves one exchange at a time.
+    h1.keep_alive(false)
+        .timer(TokioTimer::new())
         .header_read_timeout(HEADER_READ_TIMEOUT)
         .max_headers(MAX_HEADERS)
         .max_buf_size(MAX_BUF);
@@ -189,10 +199,16 @@ pub(super) async fn accept<S>(
                 first = overflow::opens_with_h2_preface(&stream, HEADER_READ_TIMEOUT) => first,
                 () = shutdown.cancelled() => None,
             };
-            let io = TokioIo::new(stream);
             let ended = match sniffed {
-                Some(true) => Box::pin(watcher.watch(h2.serve_connection(io, service))).await,
-                Some(false) => Box::pin(watcher.watch(h1.serve_connection(io, service))).await,
+                Some(true) => {
+                    let conn = h2
+                        .serve_connection(TokioIo::new(stream), TowerToHyperService::new(service));
+                    Box::pin(watcher.watch(conn)).await
+                }
+                Some(false) => {
+                    drop(watcher);
+                    Box::pin(keepalive::serve(stream, &h1, service, IDLE, &shutdown)).await
+                }
                 // Closed, or silent past the header-read timer, before a first byte.
                 None => Ok(()),
             };
@@ -204,10 +220,14 @@ pub(super) async fn accept<S>(
     }
     drop(listener);
     tracing::info!("stopped accepting; draining in-flight requests");
-    if tokio::time::timeout(DRAIN, graceful.shutdown())
-        .await
-        .is_err()
-    {
+    // HTTP/2 connections are told to stop by `graceful`; HTTP/1.1 ones see `shutdown`
+    // themselves. Every connection holds a permit until it has ended.
+    let all = u32::try_from(max_connections).unwrap_or(u32::MAX);
+    let drained = async {
+        graceful.shutdown().await;
+        let _ = connections.acquire_many(all).await;
+    };
+    if tokio::time::timeout(DRAIN, drained).await.is_err() {
         tracing::warn!("some requests did not finish within {DRAIN:?}; closing them");
     }
 }
