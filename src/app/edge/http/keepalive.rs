@@ -255,7 +255,12 @@ impl AsyncRead for Prefixed {
         }
         let n = self.ahead.len().min(buf.remaining());
         buf.put_slice(&self.ahead[..n]);
-        self.ahead.advance(n);
+        if n == self.ahead.len() {
+            // Frees the copy rather than keep it for the rest of the exchange.
+            self.ahead = Bytes::new();
+        } else {
+            self.ahead.advance(n);
+        }
         Poll::Ready(Ok(()))
     }
 }
