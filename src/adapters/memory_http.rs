@@ -4,7 +4,9 @@
 //! The bridge authenticates with its own bearer credential, never the client's token.
 //! 1 s to connect, 5 s per request; bodies are read up to a bound; anything refused, slow,
 //! 5xx, oversized or not JSON is `upstream_unavailable`. Appends carry an
-//! `Idempotency-Key`, so the one retry on a transient failure never writes twice.
+//! `Idempotency-Key`, so the one retry on a transient failure never writes twice. At most
+//! `--memory-max-inflight` requests are out at once; past that a call is refused at once
+//! with `Retry-After`, instead of queueing behind a service that is already saturated.
 
 use std::time::{Duration, Instant};
 
@@ -21,12 +23,17 @@ use crate::support::memory_service;
 const MAX_BODY: usize = 4 * 1024 * 1024;
 /// A retry is only worth it while this much of the budget is left.
 const RETRY_WITHIN: Duration = Duration::from_secs(2);
+/// Requests to the memory service in flight at once, unless configured.
+pub const DEFAULT_MAX_INFLIGHT: usize = 256;
+/// What a call refused at the cap is told to wait.
+const FULL_RETRY_AFTER: Duration = Duration::from_secs(1);
 
 /// The memory service over HTTP.
 pub struct HttpMemoryClient {
     base: Url,
     token: Option<String>,
     http: reqwest::Client,
+    inflight: tokio::sync::Semaphore,
 }
 
 impl std::fmt::Debug for HttpMemoryClient {
@@ -55,7 +62,20 @@ impl HttpMemoryClient {
     ) -> Result<HttpMemoryClient, BuildMemoryClientError> {
         let base = memory_service::base_url(base).map_err(BuildMemoryClientError)?;
         let http = memory_service::client().map_err(BuildMemoryClientError)?;
-        Ok(HttpMemoryClient { base, token, http })
+        Ok(HttpMemoryClient {
+            base,
+            token,
+            http,
+            inflight: tokio::sync::Semaphore::new(DEFAULT_MAX_INFLIGHT),
+        })
+    }
+
+    /// At most `n` (at least one) requests in flight at once.
+    #[must_use]
+    pub fn with_max_inflight(mut self, n: usize) -> HttpMemoryClient {
+        self.inflight =
+            tokio::sync::Semaphore::new(n.clamp(1, tokio::sync::Semaphore::MAX_PERMITS));
+        self
     }
 
     fn url(&self, tenant: &str, tail: &[&str]) -> Url {
@@ -78,6 +98,16 @@ impl HttpMemoryClient {
         body: Option<&Value>,
         idempotency_key: Option<&str>,
     ) -> Result<(StatusCode, Value), DomainError> {
+        let Ok(_permit) = self.inflight.try_acquire() else {
+            return Err(DomainError::unavailable(
+                Upstream::Memory,
+                Some("at --memory-max-inflight".into()),
+            )
+            .with_hint(
+                "The memory service is busy; retry after the number of seconds in Retry-After.",
+            )
+            .with_retry_after(FULL_RETRY_AFTER));
+        };
         let started = Instant::now();
         let mut attempt = 0;
         loop {

@@ -347,6 +347,7 @@ fn resolved(c: &Config) -> Vec<Setting> {
     put("cuo-timeout", json!(c.cuo_timeout.as_secs()));
     put("memory-url", json!(c.memory_url.as_deref().map(mask_url)));
     put("memory-token-file", path(&c.memory_token_file));
+    put("memory-max-inflight", json!(c.memory_max_inflight));
     put("session-key-file", path(&c.session_key_file));
     let skills: Vec<String> = c
         .skills_dirs

@@ -202,7 +202,7 @@ fn memory(config: &Config, store: Option<SqliteStore>) -> Arc<dyn MemoryClient> 
             }
         };
         return match HttpMemoryClient::new(url, token) {
-            Ok(client) => Arc::new(client),
+            Ok(client) => Arc::new(client.with_max_inflight(config.memory_max_inflight)),
             Err(e) => {
                 tracing::error!("{e}");
                 Arc::new(Unavailable::new(

@@ -224,6 +224,47 @@ async fn a_transient_failure_is_retried_once_without_writing_twice() {
     assert_eq!(server.count(), 1);
 }
 
+#[tokio::test]
+async fn past_its_inflight_cap_a_call_is_refused_at_once_with_retry_after() {
+    let server = MemoryServer::start();
+    let client = Arc::new(
+        HttpMemoryClient::new(&server.url, None)
+            .unwrap()
+            .with_max_inflight(1),
+    );
+    server.set_fault(Fault::Slow(Duration::from_millis(1500)));
+    let first = {
+        let client = Arc::clone(&client);
+        tokio::spawn(async move { client.list(&call_ctx(A), &query(5)).await })
+    };
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while server.headers().is_empty() {
+        assert!(
+            Instant::now() < deadline,
+            "the first call never reached the service"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let started = Instant::now();
+    let refused = assert_class(
+        client.list(&call_ctx(A), &query(5)).await,
+        ErrorClass::UpstreamUnavailable,
+    );
+    assert!(
+        started.elapsed() < Duration::from_millis(500),
+        "refused at once, not queued behind the first"
+    );
+    let DomainError::UpstreamUnavailable { retry_after, .. } = &refused else {
+        unreachable!()
+    };
+    assert_eq!(*retry_after, Some(Duration::from_secs(1)));
+    assert_eq!(server.headers().len(), 1, "the refused call never left");
+    first.await.unwrap().unwrap();
+    // The place is free again once the first has its answer.
+    server.set_fault(Fault::None);
+    client.list(&call_ctx(A), &query(5)).await.unwrap();
+}
+
 /// What every `MemoryClient` that cannot reach its log answers: `upstream_unavailable`, for
 /// every call.
 async fn unreachable_log_contract(memory: &dyn MemoryClient) {

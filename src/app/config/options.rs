@@ -108,6 +108,15 @@ pub struct Options {
         value_name = "FILE"
     )]
     pub memory_token_file: Option<PathBuf>,
+    /// Requests to the memory service in flight at once; past it a call is refused with
+    /// Retry-After (default 256).
+    #[arg(
+        long,
+        global = true,
+        env = "CYBEROS_MEMORY_MAX_INFLIGHT",
+        value_name = "N"
+    )]
+    pub memory_max_inflight: Option<usize>,
     /// Hex key (32+ bytes) that signs HTTP session ids; every instance behind one balancer
     /// needs the same (default: one made in the data dir).
     #[arg(
@@ -340,6 +349,7 @@ impl Options {
             cuo_timeout,
             memory_url,
             memory_token_file,
+            memory_max_inflight,
             session_key_file,
             token_file,
             jwks_url,

@@ -52,6 +52,8 @@ pub struct Config {
     pub memory_url: Option<String>,
     /// Memory bearer token file.
     pub memory_token_file: Option<PathBuf>,
+    /// `--memory-max-inflight`: requests to the memory service in flight at once.
+    pub memory_max_inflight: usize,
     /// `--session-key-file`: the key of HTTP session ids (default: the data dir's own).
     pub session_key_file: Option<PathBuf>,
     /// Skills directories.
@@ -220,6 +222,11 @@ impl Config {
             }),
             memory_url: options.memory_url,
             memory_token_file: options.memory_token_file,
+            memory_max_inflight: at_least_one(
+                options.memory_max_inflight,
+                crate::adapters::memory_http::DEFAULT_MAX_INFLIGHT,
+                "--memory-max-inflight",
+            )?,
             session_key_file: options.session_key_file,
             skills_dirs,
             tool_errors: options.tool_errors.unwrap_or(ToolErrors::Jsonrpc),

@@ -24,7 +24,7 @@ fn body_of(answer: &str) -> serde_json::Value {
 }
 
 #[tokio::test]
-async fn pipelined_requests_and_one_after_a_pause_share_a_connection() {
+async fn pipelined_requests_and_ones_after_a_pause_share_a_connection() {
     let s = Server::start(&[]);
     let t = s.token(LOCAL, None);
     let (mut conn, addr) = connect(&s);
@@ -35,6 +35,7 @@ async fn pipelined_requests_and_one_after_a_pause_share_a_connection() {
         for id in [1, 2] {
             let answer = read_response(&mut conn, &mut carry);
             assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+            assert!(!answer.contains("connection: close"), "{answer}");
             assert_eq!(body_of(&answer)["id"], id, "{answer}");
         }
         assert!(carry.is_empty());
@@ -45,6 +46,19 @@ async fn pipelined_requests_and_one_after_a_pause_share_a_connection() {
         let answer = read_response(&mut conn, &mut carry);
         assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
         assert_eq!(body_of(&answer)["id"], 3, "{answer}");
+        // A request, and the start of the next one sent with it: the rest comes later,
+        // once the connection has gone idle in between.
+        let next = ping_request(&addr, &t, 5);
+        let (start, rest) = next.split_at(12);
+        conn.write_all((ping_request(&addr, &t, 4) + start).as_bytes())
+            .unwrap();
+        let answer = read_response(&mut conn, &mut carry);
+        assert_eq!(body_of(&answer)["id"], 4, "{answer}");
+        std::thread::sleep(Duration::from_millis(300));
+        conn.write_all(rest.as_bytes()).unwrap();
+        let answer = read_response(&mut conn, &mut carry);
+        assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+        assert_eq!(body_of(&answer)["id"], 5, "{answer}");
     })
     .await
     .unwrap();

@@ -1,22 +1,25 @@
 //! HTTP/1.1 keep-alive without hyper's buffers between requests. hyper keeps a read and
-//! a write buffer for a connection's whole life; here each exchange (one request and its
-//! response) gets a hyper connection of its own, with hyper's keep-alive off, and between
-//! exchanges the connection is parked: only the socket and this loop's small state are
-//! held while the client is idle.
+//! a write buffer for a connection's whole life; here, once a connection is idle (every
+//! request answered in full), its hyper connection is stopped without closing the socket
+//! and the socket is parked: only it and this loop's small state are held while the
+//! client is idle. Its next bytes start a new hyper connection.
 //!
-//! Keep-alive itself is decided here, as hyper would: the connection is kept only when
-//! the request was HTTP/1.1, neither side asked to close, the request's body was read to
-//! its end, and the response went out whole. Anything else closes it. Bytes the client
-//! sent ahead (pipelined requests) are carried to the next exchange.
+//! hyper still decides keep-alive (HTTP/1.0, `Connection: close`, a body left unread): it
+//! is stopped only while it waits for a next request — the last request's body read to
+//! its end, every answer written out — which is the state hyper reaches only on a
+//! connection it keeps. A connection hyper ends itself is closed, and one whose body the
+//! routes left unread is left to hyper, so unread body bytes never pass for a request.
+//! Bytes the client sent ahead (pipelined requests) are carried over.
 
 use std::io;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use axum::http::{HeaderMap, Request, Response, Version, header};
+use axum::http::Request;
+use axum::response::Response;
 use hyper::body::{Body, Buf, Bytes, Frame, Incoming, SizeHint};
 use hyper_util::rt::TokioIo;
 use hyper_util::service::TowerToHyperService;
@@ -28,9 +31,8 @@ use tokio_util::sync::CancellationToken;
 /// requests fit whole.
 const FIRST_READ: usize = 2048;
 
-/// Serves HTTP/1.1 on `stream` until the client closes, an exchange cannot be followed
-/// by another, the client is idle for `idle`, or `shutdown` (an exchange under way is
-/// finished first).
+/// Serves HTTP/1.1 on `stream` until the client closes, hyper ends the connection, the
+/// client is idle for `idle`, or `shutdown` (requests under way are answered first).
 pub(super) async fn serve<S>(
     mut stream: TcpStream,
     h1: &hyper::server::conn::http1::Builder,
@@ -39,9 +41,10 @@ pub(super) async fn serve<S>(
     shutdown: &CancellationToken,
 ) -> Result<(), hyper::Error>
 where
-    S: tower_service::Service<Request<Tracked>, Response = axum::response::Response>
+    S: tower_service::Service<Request<Tracked>, Response = Response>
         + Clone
         + Send
+        + Unpin
         + 'static,
     S::Future: Send + Unpin + 'static,
     S::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
@@ -55,21 +58,46 @@ where
                 None => return Ok(()),
             };
         }
-        track.0.store(0, Ordering::Relaxed);
+        track.reset();
         let service = TowerToHyperService::new(Exchange {
             inner: service.clone(),
             track: Arc::clone(&track),
         });
-        let io = TokioIo::new(Prefixed { ahead, stream });
-        // Boxed, so the connection's state is freed when the exchange ends.
-        let parts = Box::pin(h1.serve_connection(io, service).without_shutdown()).await?;
+        let io = Prefixed {
+            ahead,
+            stream,
+            track: Arc::clone(&track),
+        };
+        // Boxed, so the connection's state is freed when it is parked.
+        let mut conn = Box::new(h1.serve_connection(TokioIo::new(io), service));
+        let mut stopped = false;
+        let cancelled = shutdown.cancelled();
+        tokio::pin!(cancelled);
+        std::future::poll_fn(|cx| {
+            loop {
+                if let Poll::Ready(ended) = conn.poll_without_shutdown(cx) {
+                    return Poll::Ready(ended);
+                }
+                if stopped || !(track.waiting() || cancelled.as_mut().poll(cx).is_ready()) {
+                    return Poll::Pending;
+                }
+                // Waiting for a next request: hyper ends at once. Mid-request (a stop):
+                // once it is answered.
+                Pin::new(&mut *conn).graceful_shutdown();
+                stopped = true;
+            }
+        })
+        .await?;
+        let parts = conn.into_parts();
         let Prefixed {
             ahead: rest,
             stream: s,
+            ..
         } = parts.io.into_inner();
         stream = s;
-        if !track.reusable() || shutdown.is_cancelled() {
-            // hyper left the socket open: end it as hyper would have.
+        if !stopped || shutdown.is_cancelled() {
+            // hyper ended the connection itself, or the server is stopping; hyper leaves
+            // the socket open.
             let _ = stream.shutdown().await;
             return Ok(());
         }
@@ -108,40 +136,39 @@ fn join(read: Bytes, rest: Bytes) -> Bytes {
     }
 }
 
-/// What one exchange showed about keeping the connection.
+/// What one hyper connection is doing, as far as parking it goes.
 #[derive(Default)]
-struct Track(AtomicU8);
-
-/// A request was served.
-const BEGUN: u8 = 1;
-/// An HTTP/1.1 request that did not ask to close.
-const KEEPABLE: u8 = 2;
-/// The request's body was read to its end.
-const READ_WHOLE: u8 = 4;
-/// The response asked to close.
-const CLOSING: u8 = 8;
+struct Track {
+    /// Requests handed to the routes.
+    begun: AtomicU32,
+    /// Of those, the ones whose response hyper has taken whole.
+    answered: AtomicU32,
+    /// The latest request's body has been read to its end.
+    read_whole: AtomicBool,
+    /// The socket's last write or flush could not finish.
+    write_blocked: AtomicBool,
+}
 
 impl Track {
-    fn set(&self, bit: u8) {
-        self.0.fetch_or(bit, Ordering::Relaxed);
+    fn reset(&self) {
+        self.begun.store(0, Ordering::Relaxed);
+        self.answered.store(0, Ordering::Relaxed);
+        self.read_whole.store(false, Ordering::Relaxed);
+        self.write_blocked.store(false, Ordering::Relaxed);
     }
 
-    fn reusable(&self) -> bool {
-        self.0.load(Ordering::Relaxed) & (BEGUN | KEEPABLE | READ_WHOLE | CLOSING)
-            == BEGUN | KEEPABLE | READ_WHOLE
+    /// Every request so far read whole, answered and written out: hyper is waiting for
+    /// the next.
+    fn waiting(&self) -> bool {
+        let begun = self.begun.load(Ordering::Acquire);
+        begun > 0
+            && self.answered.load(Ordering::Acquire) == begun
+            && self.read_whole.load(Ordering::Acquire)
+            && !self.write_blocked.load(Ordering::Acquire)
     }
 }
 
-fn asks_to_close(headers: &HeaderMap) -> bool {
-    headers.get_all(header::CONNECTION).iter().any(|v| {
-        v.to_str().is_ok_and(|v| {
-            v.split(',')
-                .any(|token| token.trim().eq_ignore_ascii_case("close"))
-        })
-    })
-}
-
-/// The routes, watched for what decides keep-alive.
+/// The routes, with each request and its response's end counted.
 #[derive(Clone)]
 struct Exchange<S> {
     inner: S,
@@ -150,10 +177,10 @@ struct Exchange<S> {
 
 impl<S> tower_service::Service<Request<Incoming>> for Exchange<S>
 where
-    S: tower_service::Service<Request<Tracked>, Response = axum::response::Response>,
+    S: tower_service::Service<Request<Tracked>, Response = Response>,
     S::Future: Unpin,
 {
-    type Response = S::Response;
+    type Response = Response;
     type Error = S::Error;
     type Future = Watched<S::Future>;
 
@@ -163,48 +190,73 @@ where
 
     fn call(&mut self, req: Request<Incoming>) -> Self::Future {
         let track = &self.track;
-        track.set(BEGUN);
-        if req.version() == Version::HTTP_11 && !asks_to_close(req.headers()) {
-            track.set(KEEPABLE);
-        }
-        if req.body().is_end_stream() {
-            track.set(READ_WHOLE);
-        }
+        track
+            .read_whole
+            .store(req.body().is_end_stream(), Ordering::Release);
+        track.begun.fetch_add(1, Ordering::AcqRel);
         let req = req.map(|inner| Tracked {
             inner,
             track: Arc::clone(track),
         });
         Watched {
             inner: self.inner.call(req),
-            track: Arc::clone(track),
+            track: Some(Arc::clone(&self.track)),
         }
     }
 }
 
-/// The response future, which notes a response that asks to close.
+/// The response future, whose body counts the request as answered once hyper has taken
+/// all of it (or dropped it).
 pub(super) struct Watched<F> {
     inner: F,
-    track: Arc<Track>,
+    track: Option<Arc<Track>>,
 }
 
 impl<F, E> Future for Watched<F>
 where
-    F: Future<Output = Result<axum::response::Response, E>> + Unpin,
+    F: Future<Output = Result<Response, E>> + Unpin,
 {
     type Output = F::Output;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let out = std::task::ready!(Pin::new(&mut self.inner).poll(cx));
-        if let Ok(resp) = &out {
-            note_response(&self.track, resp);
-        }
-        Poll::Ready(out)
+        let track = self.track.take();
+        Poll::Ready(out.map(|resp| match track {
+            Some(track) => resp.map(|inner| axum::body::Body::new(Answering { inner, track })),
+            None => resp,
+        }))
     }
 }
 
-fn note_response<B>(track: &Track, resp: &Response<B>) {
-    if asks_to_close(resp.headers()) {
-        track.set(CLOSING);
+/// A response body that counts its request as answered when hyper drops it.
+struct Answering {
+    inner: axum::body::Body,
+    track: Arc<Track>,
+}
+
+impl Drop for Answering {
+    fn drop(&mut self) {
+        self.track.answered.fetch_add(1, Ordering::AcqRel);
+    }
+}
+
+impl Body for Answering {
+    type Data = Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, axum::Error>>> {
+        Pin::new(&mut self.inner).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
     }
 }
 
@@ -224,7 +276,7 @@ impl Body for Tracked {
     ) -> Poll<Option<Result<Frame<Bytes>, hyper::Error>>> {
         let frame = std::task::ready!(Pin::new(&mut self.inner).poll_frame(cx));
         if frame.is_none() || self.inner.is_end_stream() {
-            self.track.set(READ_WHOLE);
+            self.track.read_whole.store(true, Ordering::Release);
         }
         Poll::Ready(frame)
     }
@@ -238,10 +290,21 @@ impl Body for Tracked {
     }
 }
 
-/// The socket, with bytes already taken from it to be read first.
+/// The socket, with bytes already taken from it to be read first; it notes whether its
+/// last write could not finish.
 struct Prefixed {
     ahead: Bytes,
     stream: TcpStream,
+    track: Arc<Track>,
+}
+
+impl Prefixed {
+    fn note<T>(&self, polled: Poll<io::Result<T>>) -> Poll<io::Result<T>> {
+        self.track
+            .write_blocked
+            .store(polled.is_pending(), Ordering::Release);
+        polled
+    }
 }
 
 impl AsyncRead for Prefixed {
@@ -271,7 +334,8 @@ impl AsyncWrite for Prefixed {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.stream).poll_write(cx, buf)
+        let polled = Pin::new(&mut self.stream).poll_write(cx, buf);
+        self.note(polled)
     }
 
     fn poll_write_vectored(
@@ -279,7 +343,8 @@ impl AsyncWrite for Prefixed {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.stream).poll_write_vectored(cx, bufs)
+        let polled = Pin::new(&mut self.stream).poll_write_vectored(cx, bufs);
+        self.note(polled)
     }
 
     fn is_write_vectored(&self) -> bool {
@@ -287,7 +352,8 @@ impl AsyncWrite for Prefixed {
     }
 
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.stream).poll_flush(cx)
+        let polled = Pin::new(&mut self.stream).poll_flush(cx);
+        self.note(polled)
     }
 
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {

@@ -142,15 +142,14 @@ pub(super) async fn accept<S>(
             Error = std::convert::Infallible,
         > + Clone
         + Send
+        + Unpin
         + 'static,
     <S as tower_service::Service<axum::http::Request<hyper::body::Incoming>>>::Future:
         Send + 'static,
     <S as tower_service::Service<axum::http::Request<Tracked>>>::Future: Send + Unpin + 'static,
 {
     let mut h1 = hyper::server::conn::http1::Builder::new();
-    // Keep-alive is `keepalive.rs`'s: hyper serves one exchange at a time.
-    h1.keep_alive(false)
-        .timer(TokioTimer::new())
+    h1.timer(TokioTimer::new())
         .header_read_timeout(HEADER_READ_TIMEOUT)
         .max_headers(MAX_HEADERS)
         .max_buf_size(MAX_BUF);
