@@ -23,8 +23,6 @@ use crate::support::memory_service;
 const MAX_BODY: usize = 4 * 1024 * 1024;
 /// A retry is only worth it while this much of the budget is left.
 const RETRY_WITHIN: Duration = Duration::from_secs(2);
-/// Requests to the memory service in flight at once, unless configured.
-pub const DEFAULT_MAX_INFLIGHT: usize = 256;
 /// What a call refused at the cap is told to wait.
 const FULL_RETRY_AFTER: Duration = Duration::from_secs(1);
 
@@ -66,7 +64,7 @@ impl HttpMemoryClient {
             base,
             token,
             http,
-            inflight: tokio::sync::Semaphore::new(DEFAULT_MAX_INFLIGHT),
+            inflight: tokio::sync::Semaphore::new(memory_service::DEFAULT_MAX_INFLIGHT),
         })
     }
 

@@ -6,6 +6,10 @@ use std::time::Duration;
 
 use reqwest::Url;
 
+/// Requests to the memory service in flight at once, unless `--memory-max-inflight` says
+/// otherwise.
+pub const DEFAULT_MAX_INFLIGHT: usize = 256;
+
 /// `--memory-url` as a base URL (a trailing slash added), or why it cannot be one.
 ///
 /// # Errors

@@ -224,7 +224,7 @@ impl Config {
             memory_token_file: options.memory_token_file,
             memory_max_inflight: at_least_one(
                 options.memory_max_inflight,
-                crate::adapters::memory_http::DEFAULT_MAX_INFLIGHT,
+                crate::support::memory_service::DEFAULT_MAX_INFLIGHT,
                 "--memory-max-inflight",
             )?,
             session_key_file: options.session_key_file,
