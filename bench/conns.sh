@@ -2,7 +2,7 @@
 # Memory per connection of the release binary (`--dev --transport http` on 127.0.0.1):
 # its idle RSS, then its RSS holding N idle keep-alive HTTP/1.1 connections (each has
 # answered one authenticated ping; bench/idle_conns.py), for each N in COUNTS. The
-# server reaps an idle connection after its 10 s header-read timer, so each set is
+# server closes a connection idle for 10 s, so each set is
 # opened in large batches and sampled as soon as it is held.
 #
 # Then, on a fresh instance, its RSS holding N `tools/call` SSE streams that wait, for
@@ -56,31 +56,6 @@ start_bridge() {
   addr=$(wait_addr "$tmp/bridge.log")
 }
 stop_bridge() { kill "$bridge_pid"; wait "$bridge_pid" 2>/dev/null || true; bridge_pid=; }
-
-# hold WHAT N TICKS CLIENT ARGS...: runs CLIENT (an idle_conns.py-like script that prints
-# `held N` once it holds its N, then holds until stdin closes), waits up to TICKS × 50 ms
-# for it, samples the bridge's RSS while all N are held and lets them go; reports the RSS
-# and sets `each` (KiB each above $rss_idle); exits unless all N were held.
-hold() {
-  local what=$1 n=$2 ticks=$3 out="$tmp/held.$RANDOM" pid held rss
-  shift 3
-  rm -f "$tmp/hold"; mkfifo "$tmp/hold"
-  "$@" <"$tmp/hold" >"$out" &
-  pid=$!
-  exec 3>"$tmp/hold"
-  for _ in $(seq 1 "$ticks"); do
-    grep -q '^held' "$out" && break
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 0.05
-  done
-  held=$(awk '/^held/ { print $2 }' "$out")
-  rss=$(rss_kib "$bridge_pid")
-  exec 3>&-
-  wait "$pid" || { echo "opening $n $what failed" >&2; tail -5 "$tmp/bridge.log" >&2; exit 1; }
-  [ "${held:-0}" -eq "$n" ] || { echo "held ${held:-0} of $n $what" >&2; exit 1; }
-  each=$(awk -v r="$rss" -v i="$rss_idle" -v n="$n" 'BEGIN { printf "%.1f", (r - i) / n }')
-  echo "$n $what: RSS ${rss} KiB, ${each} KiB each above idle"
-}
 
 start_bridge
 grep -o 'max_connections=[0-9]*' "$tmp/bridge.log" | head -1 >&2 || true

@@ -108,23 +108,12 @@ check "$floor_addr" "" "$list"
 check "$bridge_addr" "$token" "$list"
 check "$bridge_addr" "$token" "$call"
 
-# RSS idle, then holding $idle_conns idle keep-alive connections (the server reaps idle
-# ones after its 10 s header-read timer, so they are held 8 s at most).
+# RSS idle, then holding $idle_conns idle keep-alive connections (the server closes idle
+# ones after 10 s, so they are held 8 s at most).
 rss_idle=$(rss_kib "$bridge_pid")
-mkfifo "$tmp/hold"
-python3 bench/idle_conns.py "$bridge_addr" "$idle_conns" "$token" 8 <"$tmp/hold" >"$tmp/conns.out" &
-conns_pid=$!
-exec 3>"$tmp/hold"
-for _ in $(seq 1 150); do
-  grep -q '^held' "$tmp/conns.out" && break
-  kill -0 "$conns_pid" 2>/dev/null || break
-  sleep 0.1
-done
-held=$(awk '/^held/ { print $2 }' "$tmp/conns.out")
-rss_conns=$(rss_kib "$bridge_pid")
-exec 3>&-
-wait "$conns_pid" || { echo "idle connections failed" >&2; exit 1; }
-echo "bridge RSS: idle ${rss_idle} KiB; holding ${held:-0} idle keep-alive connections ${rss_conns} KiB"
+echo "bridge RSS: idle ${rss_idle} KiB"
+hold "idle keep-alive connections" "$idle_conns" 300 \
+  python3 bench/idle_conns.py "$bridge_addr" "$idle_conns" "$token" 8
 
 # run NAME PID ADDR TOKEN BODY → "name rps p50_us p99_us cpu_us_per_req errors"
 run() {

@@ -1,5 +1,5 @@
 # Shell helpers the benches share (sourced by bench/http.sh, bench/conns.sh,
-# bench/overload.sh).
+# bench/overload.sh). `hold` reads the caller's $tmp, $bridge_pid and $rss_idle.
 
 # wait_addr LOG: waits up to 10 s for `listening on ADDR` in LOG; prints ADDR, or the log
 # on stderr and fails.
@@ -21,3 +21,28 @@ cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 
 # rss_kib PID: the process's resident set, in KiB.
 rss_kib() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }
+
+# hold WHAT N TICKS CLIENT ARGS...: runs CLIENT (an idle_conns.py-like script that prints
+# `held N` once it holds its N, then holds until stdin closes), waits up to TICKS × 50 ms
+# for it, samples the bridge's RSS while all N are held and lets them go; reports the RSS
+# and sets `each` (KiB each above $rss_idle); exits unless all N were held.
+hold() {
+  local what=$1 n=$2 ticks=$3 out="$tmp/held.$RANDOM" pid held rss
+  shift 3
+  rm -f "$tmp/hold"; mkfifo "$tmp/hold"
+  "$@" <"$tmp/hold" >"$out" &
+  pid=$!
+  exec 3>"$tmp/hold"
+  for _ in $(seq 1 "$ticks"); do
+    grep -q '^held' "$out" && break
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.05
+  done
+  held=$(awk '/^held/ { print $2 }' "$out")
+  rss=$(rss_kib "$bridge_pid")
+  exec 3>&-
+  wait "$pid" || { echo "opening $n $what failed" >&2; tail -5 "$tmp/bridge.log" >&2; exit 1; }
+  [ "${held:-0}" -eq "$n" ] || { echo "held ${held:-0} of $n $what" >&2; exit 1; }
+  each=$(awk -v r="$rss" -v i="$rss_idle" -v n="$n" 'BEGIN { printf "%.1f", (r - i) / n }')
+  echo "$n $what: RSS ${rss} KiB, ${each} KiB each above idle"
+}

@@ -26,7 +26,7 @@ use crate::app::App;
 use crate::app::config::{Config, ConfigError};
 use crate::app::telemetry::{self, Refusal};
 
-/// Time a client has to send a request's headers, and the longest idle keep-alive.
+/// Time a client has to send a request's headers.
 const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long an HTTP/1.1 connection may stay idle between requests.
 const IDLE: Duration = HEADER_READ_TIMEOUT;
