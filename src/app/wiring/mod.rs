@@ -1,18 +1,18 @@
 //! The composition root: configuration in, real adapters out. The only module that names
 //! concrete adapters.
 
+mod identity;
+mod probes;
+mod store;
+
 use std::sync::Arc;
 
 pub use crate::app::telemetry::install::{flush_telemetry, metrics, scrape, span_export};
 pub use identity::{
-    DevTokenRequest, dev_bearer_token, dev_token, existing_issuers, existing_session_key,
-    identity, issuers, session_key,
+    DevTokenRequest, dev_bearer_token, dev_token, existing_issuers, existing_session_key, identity,
+    issuers, session_key,
 };
 pub use probes::{Probe, Probes, probes};
-
-mod identity;
-mod probes;
-mod store;
 
 use crate::adapters::cuo_process::{
     CuoSettings, ProcessCuoRunner, STARTING_FOR, starting_children,

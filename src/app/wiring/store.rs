@@ -19,7 +19,10 @@ pub(super) fn store_path(config: &Config) -> std::path::PathBuf {
 }
 
 /// Opens (creating the data dir and the file if needed) the embedded SQLite file.
-pub(super) async fn open_store(config: &Config, clock: Arc<dyn Clock>) -> anyhow::Result<SqliteStore> {
+pub(super) async fn open_store(
+    config: &Config,
+    clock: Arc<dyn Clock>,
+) -> anyhow::Result<SqliteStore> {
     let dir = &config.data_dir;
     create_private_dir(dir)
         .map_err(|e| anyhow::anyhow!("cannot create the data dir {}: {e}", dir.display()))?;

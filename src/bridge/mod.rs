@@ -3,6 +3,9 @@
 //! serves MCP on stdio or Streamable HTTP. The binary builds and serves through it too;
 //! every port left unset comes from `app::wiring`, as the binary's do.
 
+mod builder;
+mod process;
+
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -16,46 +19,16 @@ use crate::app::App;
 use crate::app::config::{Config, ConfigError, Options, Sources};
 use crate::app::edge::{http, stdio};
 use crate::app::service::tasks::SHUTDOWN_GRACE;
-use crate::app::wiring::{self, Given};
-use crate::ports::{
-    Approvals, ClientAnswers, Clock, ConfirmationLedger, CuoRunner, MemoryClient, Ports,
-    SkillIndex, TaskStore, TokenVerifier,
-};
+use crate::app::wiring;
+use builder::Base;
+use process::{cancel_on_signal, stdio_streams};
 
-/// Exit code of a process that ends at once on a second stop signal.
-const EXIT_FORCED: i32 = 1;
+pub use builder::BridgeBuilder;
 
 /// A built bridge: the application over its ports, ready to serve one transport.
 pub struct Bridge {
     app: App,
     config: Config,
-}
-
-/// Chooses the bridge's ports and the few settings an embedding program sets in code;
-/// [`build`](BridgeBuilder::build) makes the [`Bridge`].
-#[must_use]
-pub struct BridgeBuilder {
-    base: Base,
-    set: Overrides,
-    given: Given,
-}
-
-/// Where the configuration starts.
-enum Base {
-    /// What the binary resolves from no flags, no variables and no file.
-    Defaults,
-    /// Resolved already (the command line).
-    Resolved(Box<Config>),
-}
-
-/// The settings made in code, laid over the base at build time.
-#[derive(Default)]
-struct Overrides {
-    data_dir: Option<PathBuf>,
-    skills_dirs: Vec<PathBuf>,
-    cuo_command: Option<Vec<String>>,
-    token_file: Option<PathBuf>,
-    dev: bool,
 }
 
 /// Why a bridge stopped serving, or could not start to.
@@ -98,11 +71,7 @@ impl Bridge {
     /// keeps it starts from [`Bridge::from_args`], which answers that command, or sets
     /// [`BridgeBuilder::cuo_command`] (e.g. to `cyberos-mcp-bridge cuo-runner`).
     pub fn builder() -> BridgeBuilder {
-        BridgeBuilder {
-            base: Base::Defaults,
-            set: Overrides::default(),
-            given: Given::default(),
-        }
+        BridgeBuilder::new(Base::Defaults)
     }
 
     /// A builder configured as the `cyberos-mcp-bridge` binary is: the process's
@@ -130,11 +99,7 @@ impl Bridge {
     /// A builder on a resolved configuration: the binary's way in.
     #[doc(hidden)]
     pub fn from_config(config: Config) -> BridgeBuilder {
-        BridgeBuilder {
-            base: Base::Resolved(Box::new(config)),
-            set: Overrides::default(),
-            given: Given::default(),
-        }
+        BridgeBuilder::new(Base::Resolved(Box::new(config)))
     }
 
     /// Serves the configured transport: stdio, or HTTP on the configured address (what
@@ -249,164 +214,6 @@ impl Bridge {
     }
 }
 
-impl BridgeBuilder {
-    /// The CUO orchestrator, instead of a child process of the CUO command.
-    pub fn cuo(mut self, cuo: Arc<dyn CuoRunner>) -> Self {
-        self.given.cuo = Some(cuo);
-        self
-    }
-
-    /// The audit log, instead of the memory service or the embedded log.
-    pub fn memory(mut self, memory: Arc<dyn MemoryClient>) -> Self {
-        self.given.memory = Some(memory);
-        self
-    }
-
-    /// The SKILL folders' index, instead of the skills directories.
-    pub fn skills(mut self, skills: Arc<dyn SkillIndex>) -> Self {
-        self.given.skills = Some(skills);
-        self
-    }
-
-    /// Durable tasks, instead of the configured store's.
-    pub fn tasks(mut self, tasks: Arc<dyn TaskStore>) -> Self {
-        self.given.tasks = Some(tasks);
-        self
-    }
-
-    /// Used confirmation-token ids, instead of the configured store's.
-    pub fn ledger(mut self, ledger: Arc<dyn ConfirmationLedger>) -> Self {
-        self.given.ledger = Some(ledger);
-        self
-    }
-
-    /// Clients' answers over HTTP, instead of the configured store's. Instances behind
-    /// one balancer must share them.
-    pub fn answers(mut self, answers: Arc<dyn ClientAnswers>) -> Self {
-        self.given.answers = Some(answers);
-        self
-    }
-
-    /// Approvals, instead of the configured store's. Instances behind one balancer must
-    /// share them.
-    pub fn approvals(mut self, approvals: Arc<dyn Approvals>) -> Self {
-        self.given.approvals = Some(approvals);
-        self
-    }
-
-    /// One store for tasks, used confirmation ids, clients' answers and approvals, as the
-    /// bundled stores serve all four. With all four supplied no task store is opened.
-    pub fn store<S>(self, store: Arc<S>) -> Self
-    where
-        S: TaskStore + ConfirmationLedger + ClientAnswers + Approvals,
-    {
-        self.tasks(store.clone())
-            .ledger(store.clone())
-            .answers(store.clone())
-            .approvals(store)
-    }
-
-    /// Wall-clock time, for the application and every adapter the builder makes.
-    pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
-        self.given.clock = Some(clock);
-        self
-    }
-
-    /// Bearer and confirmation token verification, instead of the configured keys. The
-    /// tenant of every call is the one the verifier's `Principal` names.
-    pub fn verifier(mut self, verifier: Arc<dyn TokenVerifier>) -> Self {
-        self.given.verifier = Some(verifier);
-        self
-    }
-
-    /// Changes the ports once they are built, before the bridge takes them: to wrap a
-    /// configured adapter in one of your own that reports, meters or polices its calls.
-    /// A clock swapped in here reaches the application, not the adapters already built
-    /// on the first; set [`clock`](BridgeBuilder::clock) for both.
-    pub fn map_ports(mut self, map: impl FnOnce(Ports) -> Ports + Send + 'static) -> Self {
-        self.given.map = Some(Box::new(map));
-        self
-    }
-
-    /// Where the embedded store, the dev key and the HTTP session key live.
-    pub fn data_dir(mut self, dir: impl Into<PathBuf>) -> Self {
-        self.set.data_dir = Some(dir.into());
-        self
-    }
-
-    /// A SKILL folder to serve; repeatable, replacing the default `./skills`.
-    pub fn skills_dir(mut self, dir: impl Into<PathBuf>) -> Self {
-        self.set.skills_dirs.push(dir.into());
-        self
-    }
-
-    /// The CUO program and its arguments, run without a shell.
-    pub fn cuo_command<I, S>(mut self, words: I) -> Self
-    where
-        I: IntoIterator<Item = S>,
-        S: Into<String>,
-    {
-        self.set.cuo_command = Some(words.into_iter().map(Into::into).collect());
-        self
-    }
-
-    /// The file holding the stdio client's token, read on every request.
-    pub fn token_file(mut self, path: impl Into<PathBuf>) -> Self {
-        self.set.token_file = Some(path.into());
-        self
-    }
-
-    /// Local development, as `--dev`: a signing key made in the data dir, whose token
-    /// (the local tenant, every scope) the stdio client uses; HTTP then serves loopback
-    /// only.
-    pub fn dev(mut self) -> Self {
-        self.set.dev = true;
-        self
-    }
-
-    /// Builds the bridge: opens the configured ports that were not supplied (an
-    /// upstream that cannot be reached is allowed: its tools answer
-    /// `upstream_unavailable`) and loads the keys.
-    ///
-    /// # Errors
-    /// A bad setting, no way to verify tokens, a key that cannot be read or made, or a
-    /// Postgres store whose row-level security would not hold.
-    pub async fn build(self) -> Result<Bridge, ConfigError> {
-        let mut config = match self.base {
-            Base::Defaults => Config::resolve(Options {
-                data_dir: self.set.data_dir.clone(),
-                ..Options::default()
-            })?,
-            Base::Resolved(config) => *config,
-        };
-        self.set.apply(&mut config)?;
-        let app = wiring::app_with(&config, self.given).await?;
-        Ok(Bridge { app, config })
-    }
-}
-
-impl Overrides {
-    fn apply(self, config: &mut Config) -> Result<(), ConfigError> {
-        if let Some(dir) = self.data_dir {
-            config.data_dir = dir;
-        }
-        if !self.skills_dirs.is_empty() {
-            config.skills_dirs = self.skills_dirs;
-        }
-        if let Some(words) = self.cuo_command {
-            if words.first().is_none_or(String::is_empty) {
-                return Err(ConfigError("the CUO command names no program".into()));
-            }
-            config.cuo_command = words;
-        }
-        if let Some(path) = self.token_file {
-            config.identity.token_file = Some(path);
-        }
-        config.identity.dev |= self.dev;
-        Ok(())
-    }
-}
-
 /// The command line of [`Bridge::from_args`]: the binary's options, and the bundled CUO
 /// runner the default CUO command starts.
 #[derive(clap::Parser)]
@@ -443,69 +250,4 @@ fn runs_end_on(app: &App, stop: &CancellationToken) -> tokio::task::JoinHandle<(
         stop.cancelled().await;
         runner.shutdown(SHUTDOWN_GRACE).await;
     })
-}
-
-type Input = Box<dyn AsyncRead + Unpin + Send>;
-type Output = Box<dyn AsyncWrite + Unpin + Send>;
-
-/// stdin and stdout as async streams. Hosts connect us with pipes, which are read and
-/// written directly on the reactor; anything else (a terminal, a file) goes through
-/// tokio's blocking-thread adapters, which cost a thread hand-off per read or write.
-fn stdio_streams() -> (Input, Output) {
-    #[cfg(unix)]
-    {
-        use std::os::fd::AsFd;
-        use tokio::net::unix::pipe;
-        let input: Input = match std::io::stdin()
-            .as_fd()
-            .try_clone_to_owned()
-            .map(pipe::Receiver::from_owned_fd)
-        {
-            Ok(Ok(rx)) => Box::new(rx),
-            _ => Box::new(tokio::io::stdin()),
-        };
-        let output: Output = match std::io::stdout()
-            .as_fd()
-            .try_clone_to_owned()
-            .map(pipe::Sender::from_owned_fd)
-        {
-            Ok(Ok(tx)) => Box::new(tx),
-            _ => Box::new(tokio::io::stdout()),
-        };
-        (input, output)
-    }
-    #[cfg(not(unix))]
-    (Box::new(tokio::io::stdin()), Box::new(tokio::io::stdout()))
-}
-
-/// SIGTERM or Ctrl-C starts the graceful stop; a second one ends the process at once,
-/// for an operator who will not wait for the grace and the drain.
-async fn cancel_on_signal(token: CancellationToken) {
-    if !stop_signal().await {
-        return;
-    }
-    tracing::info!("shutting down (a second SIGTERM or Ctrl-C exits at once)");
-    token.cancel();
-    if stop_signal().await {
-        tracing::warn!("second stop signal: exiting without waiting for runs or requests");
-        crate::app::telemetry::logs::flush();
-        std::process::exit(EXIT_FORCED);
-    }
-}
-
-/// Waits for SIGTERM or Ctrl-C; `false` when they cannot be listened for.
-async fn stop_signal() -> bool {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        let Ok(mut term) = signal(SignalKind::terminate()) else {
-            return false;
-        };
-        tokio::select! {
-            _ = term.recv() => true,
-            r = tokio::signal::ctrl_c() => r.is_ok(),
-        }
-    }
-    #[cfg(not(unix))]
-    tokio::signal::ctrl_c().await.is_ok()
 }
