@@ -2,29 +2,31 @@
 //! transports call [`handle`] or [`answer`]; a panicking handler is caught here and
 //! answered with `internal_error` in the request's trace.
 
+mod initialize;
+mod tasks;
+
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::FutureExt;
-use serde_json::{Value, json};
+use serde_json::json;
 
 use super::listing::tools_list;
-use super::results::{ProgressFrames, call_reply, seed_task, spec_task, task_result, tool_failure};
+use super::results::{ProgressFrames, call_reply, tool_failure};
 use super::rpc::{
-    self, BadParams, CallParams, INVALID_PARAMS, INVALID_REQUEST, Incoming, InitializeParams,
-    METHOD_NOT_FOUND, Method, Notice, PROTOCOL_VERSION, Reply, Request, RequestId, RpcError,
-    TaskRef,
+    self, BadParams, CallParams, INVALID_PARAMS, INVALID_REQUEST, Incoming, METHOD_NOT_FOUND,
+    Method, Notice, Reply, Request, RequestId, RpcError,
 };
 use super::session::Session;
 use crate::app::App;
 use crate::app::service::call;
 use crate::app::service::caller::ProgressListener;
 use crate::app::service::request::{CallError, ToolCall};
-use crate::app::service::tasks::methods as tasks;
 use crate::app::telemetry::{self, CallSpan, Outcome, Parent};
-use crate::domain::task::Task;
-use crate::domain::{DomainError, Principal, TraceId, respell};
+use crate::domain::{TraceId, respell};
+use initialize::{initialize, instructions};
+use tasks::{task_cancel, task_get, task_list, task_result_of};
 
 /// A serialized response and what HTTP needs to pick its status.
 pub struct Answer {
@@ -37,9 +39,6 @@ pub struct Answer {
     /// The bridge is at a limit; retry after this long (HTTP: 429).
     pub retry_after: Option<Duration>,
 }
-
-/// Earlier revisions a client may ask for; we answer with ours and the client decides.
-const KNOWN_VERSIONS: [&str; 4] = ["2024-11-05", "2025-03-26", "2025-06-18", PROTOCOL_VERSION];
 
 /// Handles one incoming message; returns the response frame for requests.
 pub async fn handle(app: &App, session: &Session, message: Incoming) -> Option<String> {
@@ -229,102 +228,6 @@ async fn tools_call(
     }
 }
 
-/// The principal of a `tasks/*` request, checked before its params (CONTRACT §3).
-async fn task_principal(
-    app: &App,
-    session: &Session,
-    trace: TraceId,
-) -> Result<Principal, RpcError> {
-    app.principal(session)
-        .await
-        .map_err(|e| RpcError::logged(&e, trace))
-}
-
-/// `tasks/get`: the spec's `Task` for `{taskId}`, the seed's task object for `{id}`.
-async fn task_get(
-    app: &App,
-    session: &Session,
-    params: &Result<TaskRef, BadParams>,
-    trace: TraceId,
-) -> Result<Reply, RpcError> {
-    let fail = |e: DomainError| RpcError::logged(&e, trace);
-    let principal = task_principal(app, session, trace).await?;
-    let task_ref = params.as_ref().map_err(|e| bad_params(e, trace))?;
-    let task = tasks::get(app, &principal, &task_ref.id)
-        .await
-        .map_err(fail)?;
-    task_shape(&task, task_ref.seed_shape).map_err(fail)
-}
-
-/// `tasks/cancel`, answered in the shape of the request as `tasks/get` is.
-async fn task_cancel(
-    app: &App,
-    session: &Session,
-    params: &Result<TaskRef, BadParams>,
-    trace: TraceId,
-) -> Result<Reply, RpcError> {
-    let fail = |e: DomainError| RpcError::logged(&e, trace);
-    let principal = task_principal(app, session, trace).await?;
-    let task_ref = params.as_ref().map_err(|e| bad_params(e, trace))?;
-    let task = tasks::cancel(app, &principal, &task_ref.id)
-        .await
-        .map_err(fail)?;
-    task_shape(&task, task_ref.seed_shape).map_err(fail)
-}
-
-fn task_shape(task: &Task, seed_shape: bool) -> Result<Reply, DomainError> {
-    if seed_shape {
-        seed_task(task).map(Reply::Json)
-    } else {
-        Ok(Reply::Json(spec_task(task)))
-    }
-}
-
-/// `tasks/result`: waits until the task is terminal, then answers what the original call
-/// would have, in the task's trace.
-async fn task_result_of(
-    app: &App,
-    session: &Session,
-    params: &Result<TaskRef, BadParams>,
-    trace: TraceId,
-) -> Result<Reply, RpcError> {
-    let fail = |e: DomainError| RpcError::logged(&e, trace);
-    let principal = task_principal(app, session, trace).await?;
-    let task_ref = params.as_ref().map_err(|e| bad_params(e, trace))?;
-    let done = tasks::result(app, session, &principal, &task_ref.id)
-        .await
-        .map_err(fail)?;
-    let related = json!({"io.modelcontextprotocol/related-task": {"taskId": done.id.to_string()}});
-    match task_result(&done) {
-        Ok(mut result) => {
-            result["_meta"] = related;
-            Ok(Reply::Json(result))
-        }
-        Err(e) => Err(RpcError::from_domain(&e, done.trace_id).with_data("_meta", related)),
-    }
-}
-
-/// `tasks/list`: one page of the tenant's tasks the caller may act on.
-async fn task_list(
-    app: &App,
-    session: &Session,
-    cursor: &Result<Option<String>, BadParams>,
-    trace: TraceId,
-) -> Result<Reply, RpcError> {
-    let fail = |e: DomainError| RpcError::logged(&e, trace);
-    let principal = task_principal(app, session, trace).await?;
-    let cursor = cursor.as_ref().map_err(|e| bad_params(e, trace))?;
-    let page = tasks::list(app, &principal, cursor.as_deref())
-        .await
-        .map_err(fail)?;
-    let listed: Vec<Value> = page.tasks.iter().map(spec_task).collect();
-    let mut out = json!({ "tasks": listed });
-    if let Some(next) = page.next_cursor {
-        out["nextCursor"] = next.into();
-    }
-    Ok(Reply::Json(out))
-}
-
 fn bad_params(e: &BadParams, trace: TraceId) -> RpcError {
     RpcError::protocol(INVALID_PARAMS, e.message.clone(), e.hint, trace)
 }
@@ -341,87 +244,6 @@ fn notify(session: &Session, notice: &Notice) {
     }
 }
 
-fn initialize(
-    session: &Session,
-    params: &InitializeParams,
-    trace: TraceId,
-    instructions: String,
-) -> Result<Value, RpcError> {
-    let version = params.protocol_version.as_deref();
-    if !version.is_some_and(is_supported_request) {
-        let echoed = match version {
-            Some(v) if v.len() <= 64 => {
-                Value::String(crate::domain::text::clip(v, 64).into_owned())
-            }
-            _ => Value::Null,
-        };
-        return Err(RpcError::protocol(
-            INVALID_PARAMS,
-            "unsupported protocol version",
-            "This bridge speaks MCP 2025-11-25 only; upgrade the client or ask for 2025-11-25.",
-            trace,
-        )
-        .with_data("supported", json!([PROTOCOL_VERSION]))
-        .with_data("requested", echoed));
-    }
-    if let Some(name) = &params.client_name {
-        session.set_client_name(name.clone());
-    }
-    if !session.mark_initialized(params.elicitation) {
-        return Err(RpcError::protocol(
-            INVALID_REQUEST,
-            "the session is already initialized",
-            "Send initialize once per connection.",
-            trace,
-        ));
-    }
-    Ok(json!({
-        "protocolVersion": PROTOCOL_VERSION,
-        "capabilities": {
-            "tools": {"listChanged": false},
-            "logging": {},
-            "tasks": {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
-        },
-        "serverInfo": {
-            "name": "cyberos-mcp-bridge",
-            "title": "CyberOS MCP Bridge",
-            "version": env!("CARGO_PKG_VERSION"),
-            "description": "CyberOS personas, workflows, audit log and skills as MCP tools"
-        },
-        "instructions": instructions
-    }))
-}
-
-/// The server instructions, true for how this connection's plain calls of long tools end.
-fn instructions(plain_calls_wait: bool) -> &'static str {
-    if plain_calls_wait {
-        "CyberOS tools. cyberos.cuo.route finds the persona and workflow for a request; \
-cyberos.cuo.execute_workflow and cyberos.skill.invoke_skill are long-running: called plainly they return \
-their result when the run ends (send a progress token to follow it), or run as MCP tasks when the call \
-carries params.task. cyberos.memory.append_audit writes a permanent record and needs the user's \
-confirmation: the host asks them when it can; when it cannot, the refusal says what to tell the user \
-(open a link, or run a command, to approve that exact call); once they have approved, make the same call \
-again with the same arguments."
-    } else {
-        "CyberOS tools. cyberos.cuo.route finds the persona and workflow for a request; \
-cyberos.cuo.execute_workflow and cyberos.skill.invoke_skill are long-running: called plainly they return \
-{task_id, status} at once (poll tasks/get, then tasks/result), or run as MCP tasks when the call carries \
-params.task. cyberos.memory.append_audit writes a permanent record and needs the user's confirmation: the \
-host asks them when it can; when it cannot, the refusal says what to tell the user (open a link, or run a \
-command, to approve that exact call); once they have approved, make the same call again with the same \
-arguments."
-    }
-}
-
-/// Whether a client's requested version gets a successful answer (CONTRACT §3): a known
-/// revision, or a well-formed date after ours (the client then decides).
-fn is_supported_request(v: &str) -> bool {
-    KNOWN_VERSIONS.contains(&v)
-        || (v.len() == 10
-            && chrono::NaiveDate::parse_from_str(v, "%Y-%m-%d").is_ok()
-            && v > PROTOCOL_VERSION)
-}
-
 /// `work` polled inside `span`, as `Instrumented` polls it, without its second entry:
 /// `Instrumented` enters the span again to drop the finished future, and each entry and
 /// exit goes through every layer. A call's future
@@ -433,35 +255,4 @@ async fn in_span<F: Future>(span: &tracing::Span, work: F) -> F::Output {
         work.as_mut().poll(cx)
     })
     .await
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn version_policy_matches_the_contract() {
-        for ok in [
-            "2025-11-25",
-            "2025-06-18",
-            "2025-03-26",
-            "2024-11-05",
-            "2026-07-28",
-            "2031-01-01",
-        ] {
-            assert!(is_supported_request(ok), "{ok}");
-        }
-        for bad in [
-            "2024-01-01",
-            "2025-11-24",
-            "1.0.0",
-            "",
-            "2026-13-01",
-            "2026-02-30",
-            "2026-7-28",
-            "latest",
-        ] {
-            assert!(!is_supported_request(bad), "{bad}");
-        }
-    }
 }
