@@ -11,6 +11,7 @@ mod child;
 mod frames;
 #[cfg(target_os = "linux")]
 mod reaper;
+mod record;
 mod runs;
 mod shapes;
 mod wire;
@@ -21,7 +22,8 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::app::conformance::report::{self, Check, Report, Status};
-use child::{Answer, Child, Program, Record, Reply};
+use child::{Child, Program};
+use record::{Answer, Record, Reply};
 use shapes::Workflow;
 
 /// How long a child may take to exit once its stdin is closed.

@@ -7,7 +7,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use super::child::{Answer, Child, Reply};
+use super::child::Child;
+use super::record::{Answer, Reply};
 use super::shapes::{self, Workflow};
 use super::{Catalogue, Checklist, describe, error_check, result_check, with_ctx};
 use crate::app::conformance::report::{Check, plural};

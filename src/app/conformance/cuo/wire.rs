@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use super::child::{Record, id_number};
+use super::record::{Record, id_number};
 use crate::app::conformance::report::Check;
 
 /// `single-line JSON`: every stdout line is one JSON object.
