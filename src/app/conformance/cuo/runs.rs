@@ -8,9 +8,10 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use super::child::Child;
+use super::probe::{describe, error_check, result_check, with_ctx};
 use super::record::{Answer, Reply};
 use super::shapes::{self, Workflow};
-use super::{Catalogue, Checklist, describe, error_check, result_check, with_ctx};
+use super::{Catalogue, Checklist};
 use crate::app::conformance::report::{Check, plural};
 
 /// How long a run child is watched after its response, for messages it should have sent
