@@ -26,7 +26,7 @@ use crate::app::service::tasks::SHUTDOWN_GRACE;
 use crate::app::telemetry::ids::new_trace_id;
 use crate::support::ndjson::{Line, LineReader};
 
-/// The longest line accepted (4 MiB, CONTRACT §10).
+/// The longest line accepted, as CONTRACT §10 sets it.
 pub const MAX_LINE: usize = 4 * 1024 * 1024;
 /// The most requests unanswered at once. Past it requests queue ([`MAX_QUEUED`]), and with
 /// the queue full reading waits: a client that stops reading its answers (the writer

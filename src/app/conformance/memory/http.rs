@@ -1,6 +1,7 @@
-//! The checker's own HTTP client for the memory service: the bridge's limits (1 s to
-//! connect, 5 s in all, no redirects, 4 MiB of body), every exchange kept whole so the
-//! rules can look at statuses, bodies and headers as the service sent them.
+//! The checker's own HTTP client for the memory service: the bridge's own timeouts and
+//! redirect policy (`support::memory_service`) and its body bound ([`MAX_BODY`]), every
+//! exchange kept whole so the rules can look at statuses, bodies and headers as the
+//! service sent them.
 
 use reqwest::{Method, Url};
 use serde_json::Value;

@@ -275,7 +275,7 @@ mod tests {
         );
         // Another tenant is not affected.
         assert!(b.take(&tenant(2), t0).is_ok());
-        // 100 ms later one token is back.
+        // One refill interval later, one token is back.
         assert!(b.take(&tenant(1), t0 + Duration::from_millis(101)).is_ok());
         assert!(b.take(&tenant(1), t0 + Duration::from_millis(101)).is_err());
     }
