@@ -4,8 +4,10 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use clap::{CommandFactory, FromArgMatches};
+
 use super::Bridge;
-use crate::app::config::{Config, ConfigError, Options};
+use crate::app::config::{Config, ConfigError, Options, Sources};
 use crate::app::wiring::{self, Given};
 use crate::ports::{
     Approvals, ClientAnswers, Clock, ConfirmationLedger, CuoRunner, MemoryClient, Ports,
@@ -22,7 +24,7 @@ pub struct BridgeBuilder {
 }
 
 /// Where the configuration starts.
-pub(super) enum Base {
+enum Base {
     /// What the binary resolves from no flags, no variables and no file.
     Defaults,
     /// Resolved already (the command line).
@@ -39,8 +41,51 @@ struct Overrides {
     dev: bool,
 }
 
+impl Bridge {
+    /// A builder on the embedded defaults, as the binary runs with no options: the SQLite
+    /// store and audit log in the data dir (`$XDG_DATA_HOME/cyberos-mcp-bridge`), the
+    /// bundled CUO runner, SKILL folders from `./skills` when it exists, and tokens
+    /// verified by configured keys (none, so set [`BridgeBuilder::dev`] or
+    /// [`BridgeBuilder::verifier`]).
+    ///
+    /// The bundled CUO runner is started as `<this program> cuo-runner`: a program that
+    /// keeps it starts from [`Bridge::from_args`], which answers that command, or sets
+    /// [`BridgeBuilder::cuo_command`] (e.g. to `cyberos-mcp-bridge cuo-runner`).
+    pub fn builder() -> BridgeBuilder {
+        BridgeBuilder::new(Base::Defaults)
+    }
+
+    /// A builder configured as the `cyberos-mcp-bridge` binary is: the process's
+    /// command-line flags, `CYBEROS_*` variables and `--config` file (`--help` lists
+    /// them). Bad usage and `--help` end the process, as for any command line.
+    ///
+    /// Started as `<this program> cuo-runner`, which is how the default CUO command runs
+    /// the bundled runner, it serves the CUO protocol on stdin/stdout instead and ends
+    /// the process when that input closes.
+    ///
+    /// # Errors
+    /// An option's value is bad, or the `--config` file cannot be read.
+    pub async fn from_args() -> Result<BridgeBuilder, ConfigError> {
+        let matches = Args::command().get_matches();
+        let mut args = Args::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+        if let Some(Runner::CuoRunner { catalog, pace_ms }) = args.command {
+            let options = crate::runner::RunnerOptions { catalog, pace_ms };
+            std::process::exit(crate::runner::run(options).await);
+        }
+        args.options.sources = Sources::from_matches(&matches);
+        let config = args.options.merge_file().and_then(Config::resolve)?;
+        Ok(Bridge::from_config(config))
+    }
+
+    /// A builder on a resolved configuration: the binary's way in.
+    #[doc(hidden)]
+    pub fn from_config(config: Config) -> BridgeBuilder {
+        BridgeBuilder::new(Base::Resolved(Box::new(config)))
+    }
+}
+
 impl BridgeBuilder {
-    pub(super) fn new(base: Base) -> Self {
+    fn new(base: Base) -> Self {
         BridgeBuilder {
             base,
             set: Overrides::default(),
@@ -203,4 +248,31 @@ impl Overrides {
         config.identity.dev |= self.dev;
         Ok(())
     }
+}
+
+/// The command line of [`Bridge::from_args`]: the binary's options, and the bundled CUO
+/// runner the default CUO command starts.
+#[derive(clap::Parser)]
+#[command(
+    version,
+    about = "CyberOS as MCP 2025-11-25 tools over stdio or Streamable HTTP"
+)]
+struct Args {
+    #[command(flatten)]
+    options: Options,
+    #[command(subcommand)]
+    command: Option<Runner>,
+}
+
+#[derive(clap::Subcommand)]
+enum Runner {
+    /// Run the bundled reference CUO runner on stdin/stdout (the default CUO command).
+    CuoRunner {
+        /// Load persona JSON files from this directory instead of the bundled catalogue.
+        #[arg(long, value_name = "DIR")]
+        catalog: Option<PathBuf>,
+        /// Simulated work time per workflow step, in milliseconds.
+        #[arg(long, value_name = "MS", default_value_t = 0)]
+        pace_ms: u64,
+    },
 }

@@ -4,6 +4,7 @@
 mod identity;
 mod probes;
 mod store;
+mod upstreams;
 
 use std::sync::Arc;
 
@@ -14,13 +15,7 @@ pub use identity::{
 };
 pub use probes::{Probe, Probes, probes};
 
-use crate::adapters::cuo_process::{
-    CuoSettings, ProcessCuoRunner, STARTING_FOR, starting_children,
-};
-use crate::adapters::memory_http::HttpMemoryClient;
 use crate::adapters::postgres::PgStore;
-use crate::adapters::skills_fs::FsSkillIndex;
-use crate::adapters::sqlite::SqliteStore;
 use crate::adapters::system_clock::SystemClock;
 use crate::adapters::unavailable::Unavailable;
 use crate::app::config::{Config, ConfigError};
@@ -32,6 +27,7 @@ use crate::ports::{
 };
 use identity::identity_with;
 use store::open_store;
+use upstreams::{memory, ports_without_store};
 
 /// The ports a caller supplies in code (the `Bridge` builder); each one left `None` is
 /// built from the configuration, exactly as the binary builds it.
@@ -189,68 +185,6 @@ async fn configured_ports(
     })
 }
 
-pub(super) fn memory(config: &Config, store: Option<SqliteStore>) -> Arc<dyn MemoryClient> {
-    if let Some(url) = &config.memory_url {
-        let token = match &config.memory_token_file {
-            Some(path) => match std::fs::read_to_string(path) {
-                Ok(t) => Some(t.trim().to_owned()),
-                Err(e) => {
-                    tracing::error!(path = %path.display(), "cannot read --memory-token-file: {e}");
-                    return Arc::new(Unavailable::new(
-                        Upstream::Memory,
-                        "The bridge's memory credential cannot be read; ask an operator to check --memory-token-file.",
-                    ));
-                }
-            },
-            None => {
-                tracing::warn!(
-                    "no --memory-token-file: calling the memory service without a credential"
-                );
-                None
-            }
-        };
-        return match HttpMemoryClient::new(url, token) {
-            Ok(client) => Arc::new(client.with_max_inflight(config.memory_max_inflight)),
-            Err(e) => {
-                tracing::error!("{e}");
-                Arc::new(Unavailable::new(
-                    Upstream::Memory,
-                    "The memory service is misconfigured; ask an operator to check --memory-url.",
-                ))
-            }
-        };
-    }
-    match store {
-        Some(store) => Arc::new(store),
-        None => Arc::new(Unavailable::new(
-            Upstream::Memory,
-            "The embedded audit log cannot be opened; ask an operator to check --data-dir.",
-        )),
-    }
-}
-/// The CUO runner and the skill index, which touch no store.
-pub(super) fn ports_without_store(
-    config: &Config,
-    clock: Arc<dyn Clock>,
-) -> (
-    Arc<dyn crate::ports::CuoRunner>,
-    Arc<dyn crate::ports::SkillIndex>,
-) {
-    let cuo = ProcessCuoRunner::new(
-        CuoSettings {
-            command: config.cuo_command.clone(),
-            pass_env: config.cuo_env.clone(),
-            call_timeout: config.cuo_timeout,
-            starting: starting_children(),
-            starting_for: STARTING_FOR,
-        },
-        clock,
-    );
-    (
-        Arc::new(cuo),
-        Arc::new(FsSkillIndex::new(config.skills_dirs.clone())),
-    )
-}
 /// The ports one task store serves: tasks, used confirmation ids, clients' answers and
 /// approvals.
 type StorePorts = (

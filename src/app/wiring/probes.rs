@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use super::store::store_path;
-use super::{memory, ports_without_store};
+use super::upstreams::{memory, ports_without_store};
 use crate::adapters::postgres::PgStore;
 use crate::adapters::sqlite::SqliteStore;
 use crate::adapters::system_clock::SystemClock;

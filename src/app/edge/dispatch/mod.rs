@@ -15,8 +15,8 @@ use serde_json::json;
 use super::listing::tools_list;
 use super::results::{ProgressFrames, call_reply, tool_failure};
 use super::rpc::{
-    self, BadParams, CallParams, INVALID_PARAMS, INVALID_REQUEST, Incoming, METHOD_NOT_FOUND,
-    Method, Notice, Reply, Request, RequestId, RpcError,
+    self, BadParams, CallParams, INVALID_REQUEST, Incoming, METHOD_NOT_FOUND, Method, Notice,
+    Reply, Request, RequestId, RpcError,
 };
 use super::session::Session;
 use crate::app::App;
@@ -150,7 +150,7 @@ async fn dispatch(
             trace,
         ));
     }
-    let bad = |e: &BadParams| bad_params(e, trace);
+    let bad = |e: &BadParams| e.to_error(trace);
     match method {
         Method::Initialize(params) => {
             // The same rule `tasks::launch` applies to this session's plain calls: on HTTP
@@ -226,10 +226,6 @@ async fn tools_call(
         Err(CallError::Refused(e)) => Err(RpcError::logged(&e, trace)),
         Err(CallError::Failed(e)) => tool_failure(app, &e, trace).map(Reply::Json),
     }
-}
-
-fn bad_params(e: &BadParams, trace: TraceId) -> RpcError {
-    RpcError::protocol(INVALID_PARAMS, e.message.clone(), e.hint, trace)
 }
 
 fn notify(session: &Session, notice: &Notice) {

@@ -2,7 +2,6 @@
 
 use serde_json::{Value, json};
 
-use super::bad_params;
 use crate::app::App;
 use crate::app::edge::results::{seed_task, spec_task, task_result};
 use crate::app::edge::rpc::{BadParams, Reply, RpcError, TaskRef};
@@ -31,7 +30,7 @@ pub(super) async fn task_get(
 ) -> Result<Reply, RpcError> {
     let fail = |e: DomainError| RpcError::logged(&e, trace);
     let principal = task_principal(app, session, trace).await?;
-    let task_ref = params.as_ref().map_err(|e| bad_params(e, trace))?;
+    let task_ref = params.as_ref().map_err(|e| e.to_error(trace))?;
     let task = tasks::get(app, &principal, &task_ref.id)
         .await
         .map_err(fail)?;
@@ -47,7 +46,7 @@ pub(super) async fn task_cancel(
 ) -> Result<Reply, RpcError> {
     let fail = |e: DomainError| RpcError::logged(&e, trace);
     let principal = task_principal(app, session, trace).await?;
-    let task_ref = params.as_ref().map_err(|e| bad_params(e, trace))?;
+    let task_ref = params.as_ref().map_err(|e| e.to_error(trace))?;
     let task = tasks::cancel(app, &principal, &task_ref.id)
         .await
         .map_err(fail)?;
@@ -72,7 +71,7 @@ pub(super) async fn task_result_of(
 ) -> Result<Reply, RpcError> {
     let fail = |e: DomainError| RpcError::logged(&e, trace);
     let principal = task_principal(app, session, trace).await?;
-    let task_ref = params.as_ref().map_err(|e| bad_params(e, trace))?;
+    let task_ref = params.as_ref().map_err(|e| e.to_error(trace))?;
     let done = tasks::result(app, session, &principal, &task_ref.id)
         .await
         .map_err(fail)?;
@@ -95,7 +94,7 @@ pub(super) async fn task_list(
 ) -> Result<Reply, RpcError> {
     let fail = |e: DomainError| RpcError::logged(&e, trace);
     let principal = task_principal(app, session, trace).await?;
-    let cursor = cursor.as_ref().map_err(|e| bad_params(e, trace))?;
+    let cursor = cursor.as_ref().map_err(|e| e.to_error(trace))?;
     let page = tasks::list(app, &principal, cursor.as_deref())
         .await
         .map_err(fail)?;

@@ -4,7 +4,9 @@
 
 use serde_json::{Map, Value};
 
+use super::error::{INVALID_PARAMS, RpcError};
 use super::id::RequestId;
+use crate::domain::TraceId;
 use crate::domain::confirm::Confirmation;
 
 pub use crate::domain::PROTOCOL_VERSION;
@@ -68,6 +70,11 @@ impl BadParams {
             message: message.into(),
             hint,
         }
+    }
+
+    /// The protocol error (`invalid params`) that answers the request, in `trace`.
+    pub fn to_error(&self, trace: TraceId) -> RpcError {
+        RpcError::protocol(INVALID_PARAMS, self.message.clone(), self.hint, trace)
     }
 }
 

@@ -20,6 +20,7 @@ use crate::app::service::caller::{Answer, Begin, Caller};
 use crate::app::telemetry::Parent;
 use crate::domain::DomainError;
 pub use questions::AnswerRoute;
+use questions::Questions;
 
 /// Runs held until the answers announcing them are written: stdio's writer releases them
 /// after each flush; otherwise they go with the session (an HTTP request's ends once its
@@ -46,9 +47,7 @@ pub struct Session {
     inflight: Mutex<HashMap<RequestId, CancellationToken>>,
     outbound: mpsc::Sender<String>,
     /// Our requests to the client (elicitation) awaiting its response.
-    awaiting: Mutex<HashMap<RequestId, oneshot::Sender<Result<Value, Value>>>>,
-    /// Set when the answers come back through the store (HTTP) instead of `resolve`.
-    route: Option<AnswerRoute>,
+    questions: Questions,
     /// The principal the transport already verified (HTTP); stdio reads its token source.
     principal: Option<crate::domain::Principal>,
     /// OTel `network.transport`: `pipe` for stdio, `tcp` for HTTP.
@@ -70,8 +69,7 @@ impl Session {
             log_level: AtomicU8::new(1),
             inflight: Mutex::new(HashMap::new()),
             outbound,
-            awaiting: Mutex::new(HashMap::new()),
-            route: None,
+            questions: Questions::default(),
             principal: None,
             network: "pipe",
             traceparent: None,
@@ -121,7 +119,7 @@ impl Session {
     /// that can carry our requests (SSE): it may ask, and the answers come back by `route`.
     pub fn asking_through(mut self, route: AnswerRoute) -> Session {
         self.client_elicitation.store(true, Ordering::Release);
-        self.route = Some(route);
+        self.questions = Questions::through(route);
         self
     }
 
@@ -224,6 +222,27 @@ impl Session {
     /// Queues a serialized notification to the client; dropped if the connection is gone.
     pub async fn notify(&self, frame: String) {
         let _ = self.outbound.send(frame).await;
+    }
+
+    /// Sends a request to the client and waits for its response: `Ok(result)` or
+    /// `Err(error object)`; `None` when the connection closed or `wait` passed.
+    ///
+    /// # Errors
+    /// Over HTTP, the store's failure, or the tenant's cap on open questions.
+    pub async fn ask(
+        &self,
+        method: &str,
+        params: Value,
+        wait: std::time::Duration,
+    ) -> Result<Option<Result<Value, Value>>, DomainError> {
+        self.questions
+            .ask(&self.outbound, method, params, wait)
+            .await
+    }
+
+    /// Delivers the client's response to one of our requests; unknown ids are ignored.
+    pub fn resolve(&self, id: &RequestId, outcome: Result<Value, Value>) {
+        self.questions.resolve(id, outcome);
     }
 
     fn lock_inflight(&self) -> std::sync::MutexGuard<'_, HashMap<RequestId, CancellationToken>> {

@@ -1,14 +1,13 @@
 //! The bridge's questions to the client (elicitation): asked on the session's outbound
-//! channel, answered over stdio through [`Session::resolve`], or over HTTP through the
+//! channel, answered over stdio through [`Questions::resolve`], or over HTTP through the
 //! store, which any instance may receive the answer on.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
-use tokio::sync::oneshot;
+use tokio::sync::{mpsc, oneshot};
 
-use super::Session;
 use crate::app::edge::rpc::RequestId;
 use crate::app::service::output::json_value;
 use crate::domain::session::{QuestionKey, too_many_open_questions};
@@ -47,7 +46,24 @@ impl Drop for Open<'_> {
     }
 }
 
-impl Session {
+/// A session's questions to its client that await an answer, and how answers come back.
+#[derive(Default)]
+pub(super) struct Questions {
+    /// Our requests to the client awaiting its response (answered through `resolve`).
+    awaiting: Mutex<HashMap<RequestId, oneshot::Sender<Result<Value, Value>>>>,
+    /// Set when the answers come back through the store (HTTP) instead of `resolve`.
+    route: Option<AnswerRoute>,
+}
+
+impl Questions {
+    /// Questions whose answers come back through `route`.
+    pub(super) fn through(route: AnswerRoute) -> Questions {
+        Questions {
+            awaiting: Mutex::default(),
+            route: Some(route),
+        }
+    }
+
     /// Sends a request to the client and waits for its response: `Ok(result)` or
     /// `Err(error object)`; `None` when the connection closed or `wait` passed. Our request
     /// ids are random (`cyberos-e-` + 128 bits), so an answer cannot be aimed at another
@@ -55,8 +71,9 @@ impl Session {
     ///
     /// # Errors
     /// Over HTTP, the store's failure, or the tenant's cap on open questions.
-    pub async fn ask(
+    pub(super) async fn ask(
         &self,
+        outbound: &mpsc::Sender<String>,
         method: &str,
         params: Value,
         wait: std::time::Duration,
@@ -72,7 +89,7 @@ impl Session {
         let Some(route) = &self.route else {
             let (tx, rx) = oneshot::channel();
             self.lock_awaiting().insert(id.clone(), tx);
-            self.notify(frame).await;
+            let _ = outbound.send(frame).await;
             let answer = tokio::time::timeout(wait, rx)
                 .await
                 .ok()
@@ -93,7 +110,7 @@ impl Session {
             return Err(too_many_open_questions());
         }
         let mut open = Open(Some((route, key)));
-        self.notify(frame).await;
+        let _ = outbound.send(frame).await;
         let (route, key) = open.0.as_ref().expect("set above");
         let answer = route.answers.wait(&route.tenant, key, wait).await;
         open.0 = None;
@@ -105,7 +122,7 @@ impl Session {
     }
 
     /// Delivers the client's response to one of our requests; unknown ids are ignored.
-    pub fn resolve(&self, id: &RequestId, outcome: Result<Value, Value>) {
+    pub(super) fn resolve(&self, id: &RequestId, outcome: Result<Value, Value>) {
         if let Some(tx) = self.lock_awaiting().remove(id) {
             let _ = tx.send(outcome);
         }
