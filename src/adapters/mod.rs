@@ -1,5 +1,5 @@
 //! Driven adapters: each module implements ports over one technology (its module
-//! comment names them); `rows` is what the two SQL stores share. Only `app::wiring` names
+//! comment names them); `rows` and `waiters` are what the two SQL stores share. Only `app::wiring` names
 //! them.
 
 pub mod cuo_process;
@@ -11,3 +11,4 @@ pub mod skills_fs;
 pub mod sqlite;
 pub mod system_clock;
 pub mod unavailable;
+mod waiters;

@@ -10,9 +10,9 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::waiters::Registered;
 use super::{Heard, PgStore, down, listen, timed, ts};
 use crate::adapters::rows::answers;
+use crate::adapters::waiters::Registered;
 use crate::domain::session::{
     ClientAnswer, MAX_OPEN_QUESTIONS, MAX_OPEN_QUESTIONS_PER_TENANT, QuestionKey,
 };

@@ -15,7 +15,6 @@ mod migrate;
 mod nul_bytes;
 mod progress;
 mod tasks;
-mod waiters;
 
 use std::str::FromStr;
 use std::sync::Arc;
@@ -46,7 +45,7 @@ pub struct PgStore {
     /// Cancelled when the last clone is dropped: ends the listeners.
     watch: Arc<DropCancel>,
     /// This process's waiters for clients' answers, woken by one shared listener.
-    waiters: Arc<waiters::Waiters>,
+    waiters: Arc<crate::adapters::waiters::Waiters>,
     /// What times the used ids and the questions.
     clock: Arc<dyn Clock>,
     /// The most live ledger keys per tenant.

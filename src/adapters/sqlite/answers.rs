@@ -1,18 +1,24 @@
-//! `ClientAnswers` on the embedded file: the waiter polls its row, since SQLite has no
-//! notifications between the processes that share the file.
+//! `ClientAnswers` on the embedded file. SQLite has no notifications between the
+//! processes that share the file, so one poller per process reads which questions have
+//! an answer and wakes their waiters here, which then read their own row; an answer
+//! recorded by this process wakes its waiter at once.
 
+use std::sync::{Arc, Weak};
 use std::time::Duration;
+
+use sqlx::SqlitePool;
 
 use super::SqliteStore;
 use crate::adapters::rows::answers;
+use crate::adapters::waiters::{Registered, Waiters};
 use crate::domain::session::{
     ClientAnswer, MAX_OPEN_QUESTIONS, MAX_OPEN_QUESTIONS_PER_TENANT, QuestionKey,
 };
 use crate::domain::{DomainError, TenantId, Timestamp, Upstream};
 use crate::ports::ClientAnswers;
 
-/// How often a waiter looks for its answer: a person answers in seconds, so this is
-/// below what they notice, and a read of one row by key.
+/// How often the poller looks for answers recorded by other processes: a person answers
+/// in seconds, so this is below what they notice. It reads only while someone waits.
 const POLL: Duration = Duration::from_millis(100);
 
 fn down(e: sqlx::Error) -> DomainError {
@@ -84,7 +90,11 @@ impl ClientAnswers for SqliteStore {
         .execute(self.writer.now())
         .await
         .map_err(down)?;
-        Ok(updated.rows_affected() == 1)
+        let recorded = updated.rows_affected() == 1;
+        if recorded {
+            self.waiters.wake(&key.request);
+        }
+        Ok(recorded)
     }
 
     async fn wait(
@@ -94,6 +104,7 @@ impl ClientAnswers for SqliteStore {
         within: Duration,
     ) -> Result<Option<ClientAnswer>, DomainError> {
         let deadline = tokio::time::Instant::now() + within;
+        let registered = self.register(&key.request);
         loop {
             // A read until there is something to take, so waiters do not contend for the
             // file's write lock.
@@ -110,7 +121,10 @@ impl ClientAnswers for SqliteStore {
             if answered.is_some() || tokio::time::Instant::now() >= deadline {
                 return self.close(tenant, key).await;
             }
-            tokio::time::sleep_until(deadline.min(tokio::time::Instant::now() + POLL)).await;
+            tokio::select! {
+                () = registered.woken.notified() => {}
+                () = tokio::time::sleep_until(deadline) => {}
+            }
         }
     }
 
@@ -126,6 +140,15 @@ impl ClientAnswers for SqliteStore {
 }
 
 impl SqliteStore {
+    /// Registers a waiter for `request`, starting the process's poller on first use.
+    fn register<'a>(&'a self, request: &'a str) -> Registered<'a> {
+        self.waiters.start_once(|| {
+            let waiters = Arc::downgrade(&self.waiters);
+            tokio::spawn(poll_answers(self.reader.clone(), waiters));
+        });
+        self.waiters.register(request)
+    }
+
     /// Deletes the question and returns its answer, if it had one.
     async fn close(
         &self,
@@ -143,5 +166,35 @@ impl SqliteStore {
         .await
         .map_err(down)?;
         Ok(row.and_then(|(answer, is_error)| answers::from_columns(answer, is_error)))
+    }
+}
+
+/// Every [`POLL`] while someone waits, wakes the waiters whose question has an answer;
+/// ends with the store. A read that fails wakes them all, so each finds the failure in
+/// its own read.
+async fn poll_answers(reader: SqlitePool, waiters: Weak<Waiters>) {
+    let mut every = tokio::time::interval(POLL);
+    every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        every.tick().await;
+        let Some(waiters) = waiters.upgrade() else {
+            return;
+        };
+        if waiters.is_empty() {
+            continue;
+        }
+        // Request ids only: the rows of every tenant, but each waiter reads its own row in
+        // its own tenant before it takes anything.
+        let answered: Result<Vec<String>, _> =
+            sqlx::query_scalar("SELECT request_id FROM client_answers WHERE answer IS NOT NULL")
+                .fetch_all(&reader)
+                .await;
+        match answered {
+            Ok(requests) => requests.iter().for_each(|r| waiters.wake(r)),
+            Err(e) => {
+                tracing::debug!("cannot read which questions have an answer: {e}");
+                waiters.wake_all();
+            }
+        }
     }
 }

@@ -21,6 +21,7 @@ use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
 };
 
+use crate::adapters::waiters::Waiters;
 use crate::domain::{DomainError, TenantId, Timestamp, Upstream, confirm};
 use crate::ports::{Clock, ConfirmationLedger};
 use writer::Writer;
@@ -46,6 +47,8 @@ pub struct SqliteStore {
     clock: Arc<dyn Clock>,
     /// The most live ledger keys per tenant.
     ledger_cap: u32,
+    /// This process's waiters for clients' answers, woken by one shared poller.
+    waiters: Arc<Waiters>,
 }
 
 /// The store could not be opened or migrated.
@@ -104,6 +107,7 @@ impl SqliteStore {
             writer,
             clock,
             ledger_cap: confirm::LEDGER_KEYS_PER_TENANT,
+            waiters: Arc::default(),
         })
     }
 
@@ -158,6 +162,7 @@ impl SqliteStore {
             writer,
             clock,
             ledger_cap: confirm::LEDGER_KEYS_PER_TENANT,
+            waiters: Arc::default(),
         };
         Ok((store, schema))
     }

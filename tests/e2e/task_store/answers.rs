@@ -100,6 +100,21 @@ pub(crate) async fn answers_contract(
     assert!(!store.deliver(&a, &k, &said("again")).await.unwrap());
     assert_eq!(store.wait(&a, &k, OPEN).await.unwrap(), Some(error));
     assert!(!store.deliver(&a, &k, &said("late")).await.unwrap());
+    // A waiter is woken by an answer recorded on another instance, long before its own
+    // wait would end (and take the answer anyway).
+    let k = key("s1");
+    assert!(store.open(&a, ALICE, &k, OPEN).await.unwrap());
+    let waiting = tokio::spawn({
+        let (store, a, k) = (Arc::clone(&store), a, k.clone());
+        async move { store.wait(&a, &k, OPEN).await }
+    });
+    // Past the waiter's first read, so that only a wake can bring it the answer.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(other.deliver(&a, &k, &said("from afar")).await.unwrap());
+    let woken = tokio::time::timeout(Duration::from_secs(20), waiting)
+        .await
+        .expect("the waiter is woken, not left to its wait's end");
+    assert_eq!(woken.unwrap().unwrap(), Some(said("from afar")));
     // A wait that ends unanswered closes the question.
     let k = key("s1");
     assert!(store.open(&a, ALICE, &k, OPEN).await.unwrap());

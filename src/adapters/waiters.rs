@@ -1,5 +1,6 @@
-//! The process's waiters for clients' answers, by our request id: woken one by one by the
-//! answer listener, or all at once after it reconnected (it may have missed some).
+//! The process's waiters for clients' answers, by our request id: woken one by one (by
+//! Postgres's answer listener, or the embedded store's answer poller), or all at once (after
+//! the listener reconnected, as it may have missed some).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -8,7 +9,7 @@ use tokio::sync::Notify;
 
 /// The waiters of this process by request id, and whether the listener runs.
 #[derive(Default)]
-pub(super) struct Waiters {
+pub(crate) struct Waiters {
     by_request: Mutex<HashMap<String, Arc<Notify>>>,
     listening: OnceLock<()>,
 }
@@ -19,12 +20,12 @@ impl Waiters {
     }
 
     /// Runs `start` (the listener's spawn) the first time only.
-    pub(super) fn start_once(&self, start: impl FnOnce()) {
+    pub(crate) fn start_once(&self, start: impl FnOnce()) {
         self.listening.get_or_init(start);
     }
 
     /// Registers a waiter for `request` until the registration is dropped.
-    pub(super) fn register<'a>(&'a self, request: &'a str) -> Registered<'a> {
+    pub(crate) fn register<'a>(&'a self, request: &'a str) -> Registered<'a> {
         let woken = Arc::new(Notify::new());
         self.lock().insert(request.to_owned(), Arc::clone(&woken));
         Registered {
@@ -36,24 +37,29 @@ impl Waiters {
 
     /// Wakes the waiter of `request`. A wake with nobody waiting yet is kept by the
     /// `Notify`, so one that comes between a waiter's read and its sleep is not lost.
-    pub(super) fn wake(&self, request: &str) {
+    pub(crate) fn wake(&self, request: &str) {
         if let Some(waiter) = self.lock().get(request) {
             waiter.notify_one();
         }
     }
 
+    /// Whether nobody waits.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.lock().is_empty()
+    }
+
     /// Wakes every waiter.
-    pub(super) fn wake_all(&self) {
+    pub(crate) fn wake_all(&self) {
         self.lock().values().for_each(|w| w.notify_one());
     }
 }
 
 /// A waiter's registration, removed when its wait ends (or is dropped).
-pub(super) struct Registered<'a> {
+pub(crate) struct Registered<'a> {
     waiters: &'a Waiters,
     request: &'a str,
     /// Notified when the answer may be there.
-    pub(super) woken: Arc<Notify>,
+    pub(crate) woken: Arc<Notify>,
 }
 
 impl Drop for Registered<'_> {
