@@ -9,7 +9,8 @@
 # each N in STREAMS (bench/waiting_streams.py): each its own connection and session, a
 # call of the write tool waiting for the client to answer its confirmation question,
 # spread over 8 tenants x 16 subjects (the bridge's caps on open questions). The
-# instance's in-flight cap is raised to hold them (--http-max-inflight).
+# instance's in-flight cap is raised to hold them (--http-max-inflight). It also reports
+# the bridge's CPU over 5 s while they wait (what waiting costs when nothing happens).
 #
 # The last two lines are the verdicts: KiB per idle connection at the largest COUNTS
 # against 8 KiB, and KiB per waiting stream at the largest STREAMS against 24 KiB (#49).
@@ -91,7 +92,7 @@ echo "idle RSS ${rss_idle} KiB (fresh instance, after 16 warm-up streams)"
 sper=0
 slargest=0
 for n in $streams; do
-  hold "waiting tools/call SSE streams" "$n" 1200 \
+  HOLD_CPU_S=5 hold "waiting tools/call SSE streams" "$n" 1200 \
     python3 bench/waiting_streams.py "$addr" "$n" "$tmp/tokens" 60
   sper=$each
   slargest=$n

@@ -25,7 +25,9 @@ rss_kib() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }
 # hold WHAT N TICKS CLIENT ARGS...: runs CLIENT (an idle_conns.py-like script that prints
 # `held N` once it holds its N, then holds until stdin closes), waits up to TICKS × 50 ms
 # for it, samples the bridge's RSS while all N are held and lets them go; reports the RSS
-# and sets `each` (KiB each above $rss_idle); exits unless all N were held.
+# and sets `each` (KiB each above $rss_idle); exits unless all N were held. With
+# HOLD_CPU_S, also reports the bridge's CPU over that many seconds while they are held
+# (the client must hold them that long).
 hold() {
   local what=$1 n=$2 ticks=$3 out="$tmp/held.$RANDOM" pid held rss
   shift 3
@@ -40,9 +42,18 @@ hold() {
   done
   held=$(awk '/^held/ { print $2 }' "$out")
   rss=$(rss_kib "$bridge_pid")
+  local busy=
+  if [ -n "${HOLD_CPU_S:-}" ] && [ "${held:-0}" -eq "$n" ]; then
+    local t0 t1
+    t0=$(cpu_ticks "$bridge_pid")
+    sleep "$HOLD_CPU_S"
+    t1=$(cpu_ticks "$bridge_pid")
+    busy=$(awk -v d=$((t1 - t0)) -v hz="$(getconf CLK_TCK)" -v s="$HOLD_CPU_S" \
+      'BEGIN { printf ", bridge CPU %.1f %% of a core while held", 100 * d / hz / s }')
+  fi
   exec 3>&-
   wait "$pid" || { echo "opening $n $what failed" >&2; tail -5 "$tmp/bridge.log" >&2; exit 1; }
   [ "${held:-0}" -eq "$n" ] || { echo "held ${held:-0} of $n $what" >&2; exit 1; }
   each=$(awk -v r="$rss" -v i="$rss_idle" -v n="$n" 'BEGIN { printf "%.1f", (r - i) / n }')
-  echo "$n $what: RSS ${rss} KiB, ${each} KiB each above idle"
+  echo "$n $what: RSS ${rss} KiB, ${each} KiB each above idle${busy}"
 }

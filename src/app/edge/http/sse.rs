@@ -154,6 +154,13 @@ impl Stream {
         self.resumable.as_ref().and_then(|r| r.task)
     }
 
+    /// Whether the stream reads its task's progress log: it knows its task and follows it.
+    fn follows(&self) -> bool {
+        self.resumable
+            .as_ref()
+            .is_some_and(|r| r.task.is_some() && r.follow.is_some())
+    }
+
     /// The handler named the task: the priming event of the resumable stream, then the
     /// notifications that came before it.
     async fn named(&mut self, task: TaskId) -> bool {
@@ -307,7 +314,10 @@ async fn pump(
     }
     let mut keepalive =
         tokio::time::interval_at(tokio::time::Instant::now() + KEEPALIVE, KEEPALIVE);
+    // Read only while the stream follows a log: a stream that waits on anything else
+    // (a question to the client, a run here) is not woken for it.
     let mut follow = tokio::time::interval(FOLLOW_EVERY);
+    follow.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut last_call = None;
     loop {
         tokio::select! {
@@ -380,7 +390,7 @@ async fn pump(
                 }
                 return;
             }
-            _ = follow.tick() => {
+            _ = follow.tick(), if stream.follows() => {
                 if !stream.follow().await {
                     return;
                 }
