@@ -82,18 +82,27 @@ async fn run_tool(
         tracestate: span.tracestate(),
     };
     let args = call.arguments;
+    // The long tools' futures (a task's launch) are boxed: inline, they would set the size
+    // of every call's future, also one that waits for the user's answer.
     let output = match tool {
         Tool::ListPersonas => cuo::list_personas(app, &ctx).await,
         Tool::ListWorkflows => cuo::list_workflows(app, &ctx, decode(args)?).await,
         Tool::Route => cuo::route(app, &ctx, decode(args)?).await,
         Tool::ExecuteWorkflow => {
-            return long::execute_workflow(app, caller, &ctx, call, decode(args)?).await;
+            return Box::pin(long::execute_workflow(
+                app,
+                caller,
+                &ctx,
+                call,
+                decode(args)?,
+            ))
+            .await;
         }
         Tool::AppendAudit => memory::append_audit(app, &ctx, decode(args)?).await,
         Tool::ReadAudit => memory::read_audit(app, &ctx, decode(args)?).await,
         Tool::ListSkills => skill::list_skills(app, decode(args)?).await,
         Tool::InvokeSkill => {
-            return long::invoke_skill(app, caller, &ctx, call, decode(args)?).await;
+            return Box::pin(long::invoke_skill(app, caller, &ctx, call, decode(args)?)).await;
         }
     };
     output.map(CallOutcome::Output)
