@@ -82,10 +82,7 @@ impl Questions {
             "cyberos-e-{}",
             data_encoding::HEXLOWER.encode(&crate::support::random::random_bytes::<16>())
         ));
-        // Written out at once: the question waits as text, not as a tree of maps.
-        let frame =
-            serde_json::json!({"jsonrpc": "2.0", "id": id.to_value(), "method": method, "params": params})
-                .to_string();
+        let frame = request_frame(&id, method, params);
         let Some(route) = &self.route else {
             let (tx, rx) = oneshot::channel();
             self.lock_awaiting().insert(id.clone(), tx);
@@ -133,4 +130,15 @@ impl Questions {
     ) -> std::sync::MutexGuard<'_, HashMap<RequestId, oneshot::Sender<Result<Value, Value>>>> {
         self.awaiting.lock().unwrap_or_else(|e| e.into_inner())
     }
+}
+
+/// Our request as text. `params` is moved in (`json!` would copy it and leave the
+/// argument alive), so the question waits as text, not as a tree of maps.
+fn request_frame(id: &RequestId, method: &str, params: Value) -> String {
+    let mut frame = serde_json::Map::new();
+    frame.insert("jsonrpc".into(), "2.0".into());
+    frame.insert("id".into(), id.to_value());
+    frame.insert("method".into(), method.into());
+    frame.insert("params".into(), params);
+    Value::Object(frame).to_string()
 }
