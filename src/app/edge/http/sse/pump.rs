@@ -1,20 +1,6 @@
-//! SSE answers of `POST /mcp`: a priming event with an id and empty data, each
-//! notification the handler sends (progress), then the response, then the end. Only for
-//! requests that may wait (`tools/call` with a `progressToken`, `tasks/result`) from
-//! clients that accept `text/event-stream`; a quick answer still goes back as JSON.
-//!
-//! A stream that waits for a task is resumable (`event_id`): its priming event is sent
-//! once the handler names the task, each progress event's id carries its step, and a
-//! `GET` with `Last-Event-ID` (`resume`) continues it from the task's durable progress
-//! log on any instance; a notification sent before the task is named waits for the
-//! priming event, so it gets a resumable id too. Other events (and other streams) keep
-//! ids of the form `<random stream name>-<n>`, which resume nothing.
-//!
-//! On shutdown a stream waits for a run of this instance until [`LAST_CALL`]; one that
-//! follows a run elsewhere is handed over at once (`retry`, no response) to be resumed
-//! on an instance that is still up.
+//! The stream itself: its events, written out by [`pump`], which the response body
+//! polls (`outbox`), and their ids.
 
-use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -26,21 +12,18 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::answer::{Asked, Work, json_answer};
-use super::gate::Accept;
-use super::reply;
-use super::resumable::Resumable;
-use super::shared::{LAST_CALL, Shared};
-use super::waits::Hold;
+use super::outbox::{Outbox, Pumped};
+use crate::app::edge::http::answer::Work;
+use crate::app::edge::http::reply;
+use crate::app::edge::http::resumable::Resumable;
+use crate::app::edge::http::shared::{LAST_CALL, Shared};
+use crate::app::edge::http::waits::Hold;
 use crate::app::edge::results::progress_notification;
 use crate::app::edge::rpc::RequestId;
 use crate::app::service::tasks::TaskRunner;
 use crate::domain::TaskId;
 use crate::domain::ids::hex_lower;
 
-/// How long a streamable request may run before it is answered as SSE: a quick answer
-/// (or a quick refusal, which needs its HTTP status) comes back as plain JSON.
-const STREAM_AFTER: Duration = Duration::from_millis(200);
 /// SSE comment interval, so proxies do not close a stream that waits for a task.
 const KEEPALIVE: Duration = Duration::from_secs(15);
 /// How often a stream that follows a task's progress log reads it (as often as a
@@ -52,49 +35,32 @@ const FOLLOW_BATCH: u32 = 64;
 /// resumes the stream (on another instance, behind the same address).
 const RESUME_AFTER: Duration = Duration::from_secs(1);
 
-/// Waits briefly: a quick answer goes back as JSON (with its proper status); progress or
-/// a longer wait turns the response into an SSE stream that ends with the answer.
-pub(super) async fn respond(
-    s: &Shared,
-    accept: Accept,
-    id: RequestId,
-    asked: Asked,
-    mut feed: Feed,
-) -> Response {
-    let mut first = None;
-    if accept.json {
-        tokio::select! {
-            biased;
-            outcome = &mut feed.work => return json_answer(s, &id, asked, outcome),
-            Some(frame) = feed.outbound.recv() => first = Some(frame),
-            () = tokio::time::sleep(STREAM_AFTER) => {}
-        }
-    }
-    tracing::debug!(request_id = ?id, "answering as an SSE stream");
-    stream(s, feed, first, id)
-}
-
 /// What a stream is made of: the handler's work, its notifications, what makes the
 /// stream resumable (if it is), and the slot or wait the request holds until it ends.
-pub(super) struct Feed {
-    pub(super) work: Work,
-    pub(super) outbound: mpsc::Receiver<String>,
-    pub(super) resumable: Option<Resumable>,
-    pub(super) permit: Hold,
+pub(in crate::app::edge::http) struct Feed {
+    pub(in crate::app::edge::http) work: Work,
+    pub(in crate::app::edge::http) outbound: mpsc::Receiver<String>,
+    pub(in crate::app::edge::http) resumable: Option<Resumable>,
+    pub(in crate::app::edge::http) permit: Hold,
 }
 
 /// Answers with an SSE stream fed by [`pump`]: a POST's (`first` is a notification the
 /// handler already sent) or a resumed one.
-pub(super) fn stream(s: &Shared, feed: Feed, first: Option<String>, id: RequestId) -> Response {
+pub(in crate::app::edge::http) fn stream(
+    s: &Shared,
+    feed: Feed,
+    first: Option<String>,
+    id: RequestId,
+) -> Response {
     let Feed {
         work,
         outbound,
         resumable,
         permit,
     } = feed;
-    let (events, mut body) = mpsc::channel::<Bytes>(16);
+    let outbox = Arc::new(Outbox::default());
     let stream = Stream {
-        events,
+        outbox: Arc::clone(&outbox),
         name: hex_lower(&crate::support::random::random_bytes::<8>()),
         next: 0,
         resumable,
@@ -105,10 +71,8 @@ pub(super) fn stream(s: &Shared, feed: Feed, first: Option<String>, id: RequestI
         shutdown: s.shutdown.clone(),
         runner: Arc::clone(s.app.runner()),
     };
-    tokio::spawn(pump(stream, work, outbound, first, id, stop, permit));
-    let body =
-        futures::stream::poll_fn(move |cx| body.poll_recv(cx).map(|b| b.map(Ok::<_, Infallible>)));
-    let mut resp = Response::new(Body::from_stream(body));
+    let pump = Box::pin(pump(stream, work, outbound, first, id, stop, permit));
+    let mut resp = Response::new(Body::new(Pumped::new(pump, outbox)));
     let h = resp.headers_mut();
     h.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
     h.insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
@@ -119,7 +83,7 @@ pub(super) fn stream(s: &Shared, feed: Feed, first: Option<String>, id: RequestI
 /// One SSE stream: plain event ids are `<stream>-<n>`, unique across streams; a
 /// resumable stream's task events carry [`event_id`]s instead.
 struct Stream {
-    events: mpsc::Sender<Bytes>,
+    outbox: Arc<Outbox>,
     name: String,
     next: u64,
     resumable: Option<Resumable>,
@@ -134,19 +98,19 @@ struct Stream {
 const MAX_EARLY: usize = 64;
 
 impl Stream {
-    /// Sends one event with a plain id; `false` when the client has gone.
-    async fn send(&mut self, data: &str) -> bool {
+    /// Sends one event with a plain id.
+    async fn send(&mut self, data: &str) {
         let id = format!("{}-{}", self.name, self.next);
         self.next += 1;
-        self.emit(Some(&id), data).await
+        self.emit(Some(&id), data).await;
     }
 
-    async fn emit(&mut self, id: Option<&str>, data: &str) -> bool {
+    async fn emit(&mut self, id: Option<&str>, data: &str) {
         let event = match id {
             Some(id) => format!("id: {id}\ndata: {data}\n\n"),
             None => format!("data: {data}\n\n"),
         };
-        self.events.send(Bytes::from(event)).await.is_ok()
+        self.outbox.put(Bytes::from(event)).await;
     }
 
     /// The task this stream waits for, once known.
@@ -163,39 +127,37 @@ impl Stream {
 
     /// The handler named the task: the priming event of the resumable stream, then the
     /// notifications that came before it.
-    async fn named(&mut self, task: TaskId) -> bool {
+    async fn named(&mut self, task: TaskId) {
         self.naming = false;
         let Some(r) = self.resumable.as_mut() else {
-            return true;
+            return;
         };
         r.task = Some(task);
         let id = r.id(task, r.seq);
-        self.emit(Some(&id), "").await && self.flush_early().await
+        self.emit(Some(&id), "").await;
+        self.flush_early().await;
     }
 
     /// The handler will not name a task (it answered without one): the notifications
     /// kept for it go out with plain ids.
-    async fn unnamed(&mut self) -> bool {
+    async fn unnamed(&mut self) {
         self.naming = false;
-        self.flush_early().await
+        self.flush_early().await;
     }
 
-    async fn flush_early(&mut self) -> bool {
+    async fn flush_early(&mut self) {
         for frame in std::mem::take(&mut self.early) {
-            if !self.notify(&frame).await {
-                return false;
-            }
+            self.notify(&frame).await;
         }
-        true
     }
 
     /// A notification from the handler: a progress event of the stream's task gets the
     /// resumable id of its step (one already sent is dropped); any other, a plain id.
     /// Before the task is named it waits, up to [`MAX_EARLY`] of them.
-    async fn notify(&mut self, frame: &str) -> bool {
+    async fn notify(&mut self, frame: &str) {
         if self.naming && self.early.len() < MAX_EARLY {
             self.early.push(frame.to_owned());
-            return true;
+            return;
         }
         let Some(task) = self.task() else {
             return self.send(frame).await;
@@ -204,25 +166,25 @@ impl Stream {
             Some(seq) => {
                 let r = self.resumable.as_mut().expect("a known task is resumable");
                 if seq <= r.seq {
-                    return true;
+                    return;
                 }
                 r.seq = seq;
                 let id = r.id(task, seq);
-                self.emit(Some(&id), frame).await
+                self.emit(Some(&id), frame).await;
             }
             None => self.send(frame).await,
         }
     }
 
-    /// Sends what the task's log holds past the last step sent; `false` when the client
-    /// has gone. A store that does not answer sends nothing now (the next read catches up).
-    async fn follow(&mut self) -> bool {
+    /// Sends what the task's log holds past the last step sent. A store that does not
+    /// answer sends nothing now (the next read catches up).
+    async fn follow(&mut self) {
         let Some(task) = self.task() else {
-            return true;
+            return;
         };
         let r = self.resumable.as_ref().expect("a known task is resumable");
         let Some((store, tenant)) = &r.follow else {
-            return true;
+            return;
         };
         let entries = match store
             .progress_after(tenant, task, r.seq, FOLLOW_BATCH)
@@ -231,7 +193,7 @@ impl Stream {
             Ok(entries) => entries,
             Err(e) => {
                 tracing::debug!(task_id = %task, "cannot read the progress log yet: {e}");
-                return true;
+                return;
             }
         };
         let token = r.token.clone().unwrap_or(Value::Null);
@@ -240,11 +202,8 @@ impl Stream {
             let r = self.resumable.as_mut().expect("a known task is resumable");
             r.seq = entry.seq;
             let id = r.id(task, entry.seq);
-            if !self.emit(Some(&id), &frame).await {
-                return false;
-            }
+            self.emit(Some(&id), &frame).await;
         }
-        true
     }
 
     /// Ends the stream without its response, for the client to resume it (after
@@ -252,7 +211,7 @@ impl Stream {
     async fn hand_over(&mut self) {
         tracing::debug!(task_id = ?self.task(), "shutting down; the client resumes the stream elsewhere");
         let retry = format!("retry: {}\n\n", RESUME_AFTER.as_millis());
-        let _ = self.events.send(Bytes::from(retry)).await;
+        self.outbox.put(Bytes::from(retry)).await;
     }
 
     /// The response: without an id on a resumable stream (the stream is over; resuming
@@ -286,8 +245,8 @@ struct Stop {
 
 /// Feeds the stream: a priming event (a resumable POST stream's once its task is
 /// named; none for a resumed one), each notification and each logged progress step,
-/// then the response. A client that goes away stops the wait (the task itself keeps
-/// running).
+/// then the response. A client that goes away drops it with the body, which stops the
+/// wait (the task itself keeps running).
 ///
 /// On shutdown, a stream whose task runs on another instance is handed over at once (the
 /// client resumes it there); any other keeps waiting until [`LAST_CALL`], as its run ends
@@ -304,13 +263,11 @@ async fn pump(
 ) {
     let mut named = stream.resumable.as_mut().and_then(|r| r.named.take());
     stream.naming = named.is_some();
-    if stream.resumable.is_none() && !stream.send("").await {
-        return;
+    if stream.resumable.is_none() {
+        stream.send("").await;
     }
-    if let Some(frame) = first
-        && !stream.notify(&frame).await
-    {
-        return;
+    if let Some(frame) = first {
+        stream.notify(&frame).await;
     }
     let mut keepalive =
         tokio::time::interval_at(tokio::time::Instant::now() + KEEPALIVE, KEEPALIVE);
@@ -325,14 +282,10 @@ async fn pump(
             told = async { named.as_mut().expect("guarded").await }, if named.is_some() => {
                 named = None;
                 let Ok(task) = told else {
-                    if !stream.unnamed().await {
-                        return;
-                    }
+                    stream.unnamed().await;
                     continue;
                 };
-                if !stream.named(task).await {
-                    return;
-                }
+                stream.named(task).await;
                 // Named after the shutdown began: a run elsewhere is handed over now.
                 if last_call.is_some() && !stop.runner.is_live(task) {
                     stream.hand_over().await;
@@ -341,24 +294,17 @@ async fn pump(
             }
             outcome = &mut work => {
                 // The task may be named only now (a quick one): prime before its events.
-                let primed = match named.take().map(|mut rx| rx.try_recv()) {
+                match named.take().map(|mut rx| rx.try_recv()) {
                     Some(Ok(task)) => stream.named(task).await,
                     _ => stream.unnamed().await,
-                };
-                if !primed {
-                    return;
                 }
                 while let Ok(frame) = outbound.try_recv() {
-                    if !stream.notify(&frame).await {
-                        return;
-                    }
+                    stream.notify(&frame).await;
                 }
                 // The task is terminal: everything it logged is in the log by now.
                 for _ in 0..=crate::domain::task::PROGRESS_LOG_MAX / FOLLOW_BATCH {
                     let before = stream.resumable.as_ref().map(|r| r.seq);
-                    if !stream.follow().await {
-                        return;
-                    }
+                    stream.follow().await;
                     if stream.resumable.as_ref().map(|r| r.seq) == before {
                         break;
                     }
@@ -370,11 +316,7 @@ async fn pump(
                 stream.answer(&frame).await;
                 return;
             }
-            Some(frame) = outbound.recv() => {
-                if !stream.notify(&frame).await {
-                    return;
-                }
-            }
+            Some(frame) = outbound.recv() => stream.notify(&frame).await,
             () = stop.shutdown.cancelled(), if last_call.is_none() => {
                 if stream.task().is_some_and(|task| !stop.runner.is_live(task)) {
                     stream.hand_over().await;
@@ -390,17 +332,10 @@ async fn pump(
                 }
                 return;
             }
-            _ = follow.tick(), if stream.follows() => {
-                if !stream.follow().await {
-                    return;
-                }
-            }
+            _ = follow.tick(), if stream.follows() => stream.follow().await,
             _ = keepalive.tick() => {
-                if stream.events.send(Bytes::from_static(b": keepalive\n\n")).await.is_err() {
-                    return;
-                }
+                stream.outbox.put(Bytes::from_static(b": keepalive\n\n")).await;
             }
-            () = stream.events.closed() => return,
         }
     }
 }
