@@ -37,21 +37,16 @@ const RESUME_AFTER: Duration = Duration::from_secs(1);
 
 /// What a stream is made of: the handler's work, its notifications, what makes the
 /// stream resumable (if it is), and the slot or wait the request holds until it ends.
-pub(in crate::app::edge::http) struct Feed {
-    pub(in crate::app::edge::http) work: Work,
-    pub(in crate::app::edge::http) outbound: mpsc::Receiver<String>,
-    pub(in crate::app::edge::http) resumable: Option<Resumable>,
-    pub(in crate::app::edge::http) permit: Hold,
+pub(crate) struct Feed {
+    pub(crate) work: Work,
+    pub(crate) outbound: mpsc::Receiver<String>,
+    pub(crate) resumable: Option<Resumable>,
+    pub(crate) permit: Hold,
 }
 
 /// Answers with an SSE stream fed by [`pump`]: a POST's (`first` is a notification the
 /// handler already sent) or a resumed one.
-pub(in crate::app::edge::http) fn stream(
-    s: &Shared,
-    feed: Feed,
-    first: Option<String>,
-    id: RequestId,
-) -> Response {
+pub(crate) fn stream(s: &Shared, feed: Feed, first: Option<String>, id: RequestId) -> Response {
     let Feed {
         work,
         outbound,
