@@ -10,17 +10,6 @@ use crate::app::service::tasks::methods as tasks;
 use crate::domain::task::Task;
 use crate::domain::{DomainError, Principal, TraceId};
 
-/// The principal of a `tasks/*` request, checked before its params (CONTRACT §3).
-async fn task_principal(
-    app: &App,
-    session: &Session,
-    trace: TraceId,
-) -> Result<Principal, RpcError> {
-    app.principal(session)
-        .await
-        .map_err(|e| RpcError::logged(&e, trace))
-}
-
 /// `tasks/get`: the spec's `Task` for `{taskId}`, the seed's task object for `{id}`.
 pub(super) async fn task_get(
     app: &App,
@@ -28,13 +17,9 @@ pub(super) async fn task_get(
     params: &Result<TaskRef, BadParams>,
     trace: TraceId,
 ) -> Result<Reply, RpcError> {
-    let fail = |e: DomainError| RpcError::logged(&e, trace);
-    let principal = task_principal(app, session, trace).await?;
-    let task_ref = params.as_ref().map_err(|e| e.to_error(trace))?;
-    let task = tasks::get(app, &principal, &task_ref.id)
-        .await
-        .map_err(fail)?;
-    task_shape(&task, task_ref.seed_shape).map_err(fail)
+    let (principal, task_ref) = task_target(app, session, params, trace).await?;
+    let task = tasks::get(app, &principal, &task_ref.id).await;
+    task_reply(task, task_ref, trace)
 }
 
 /// `tasks/cancel`, answered in the shape of the request as `tasks/get` is.
@@ -44,13 +29,35 @@ pub(super) async fn task_cancel(
     params: &Result<TaskRef, BadParams>,
     trace: TraceId,
 ) -> Result<Reply, RpcError> {
-    let fail = |e: DomainError| RpcError::logged(&e, trace);
-    let principal = task_principal(app, session, trace).await?;
-    let task_ref = params.as_ref().map_err(|e| e.to_error(trace))?;
-    let task = tasks::cancel(app, &principal, &task_ref.id)
+    let (principal, task_ref) = task_target(app, session, params, trace).await?;
+    let task = tasks::cancel(app, &principal, &task_ref.id).await;
+    task_reply(task, task_ref, trace)
+}
+
+/// The principal of a `tasks/*` request, then its params: checked in that order
+/// (CONTRACT §3).
+async fn task_target<'p, T>(
+    app: &App,
+    session: &Session,
+    params: &'p Result<T, BadParams>,
+    trace: TraceId,
+) -> Result<(Principal, &'p T), RpcError> {
+    let principal = app
+        .principal(session)
         .await
-        .map_err(fail)?;
-    task_shape(&task, task_ref.seed_shape).map_err(fail)
+        .map_err(|e| RpcError::logged(&e, trace))?;
+    let params = params.as_ref().map_err(|e| e.to_error(trace))?;
+    Ok((principal, params))
+}
+
+/// The task in the shape its request asked for.
+fn task_reply(
+    task: Result<Task, DomainError>,
+    task_ref: &TaskRef,
+    trace: TraceId,
+) -> Result<Reply, RpcError> {
+    let fail = |e: DomainError| RpcError::logged(&e, trace);
+    task_shape(&task.map_err(fail)?, task_ref.seed_shape).map_err(fail)
 }
 
 fn task_shape(task: &Task, seed_shape: bool) -> Result<Reply, DomainError> {
@@ -70,8 +77,7 @@ pub(super) async fn task_result_of(
     trace: TraceId,
 ) -> Result<Reply, RpcError> {
     let fail = |e: DomainError| RpcError::logged(&e, trace);
-    let principal = task_principal(app, session, trace).await?;
-    let task_ref = params.as_ref().map_err(|e| e.to_error(trace))?;
+    let (principal, task_ref) = task_target(app, session, params, trace).await?;
     let done = tasks::result(app, session, &principal, &task_ref.id)
         .await
         .map_err(fail)?;
@@ -93,8 +99,7 @@ pub(super) async fn task_list(
     trace: TraceId,
 ) -> Result<Reply, RpcError> {
     let fail = |e: DomainError| RpcError::logged(&e, trace);
-    let principal = task_principal(app, session, trace).await?;
-    let cursor = cursor.as_ref().map_err(|e| e.to_error(trace))?;
+    let (principal, cursor) = task_target(app, session, cursor, trace).await?;
     let page = tasks::list(app, &principal, cursor.as_deref())
         .await
         .map_err(fail)?;
