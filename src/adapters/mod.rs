@@ -1,6 +1,6 @@
 //! Driven adapters: each module implements ports over one technology (its module
-//! comment names them); `rows` and `waiters` are what the two SQL stores share. Only `app::wiring` names
-//! them.
+//! comment names them); `rows` and `waiters` are what the two SQL stores share. Only
+//! `app::wiring` names them.
 
 pub mod cuo_process;
 pub mod jwt;

@@ -59,7 +59,17 @@ pub(crate) struct Registered<'a> {
     waiters: &'a Waiters,
     request: &'a str,
     /// Notified when the answer may be there.
-    pub(crate) woken: Arc<Notify>,
+    woken: Arc<Notify>,
+}
+
+impl Registered<'_> {
+    /// Waits until the waiter is woken or `until` has come, whichever is first.
+    pub(crate) async fn woken_or(&self, until: tokio::time::Instant) {
+        tokio::select! {
+            () = self.woken.notified() => {}
+            () = tokio::time::sleep_until(until) => {}
+        }
+    }
 }
 
 impl Drop for Registered<'_> {

@@ -208,11 +208,9 @@ impl ClientAnswers for PgStore {
             if self.answered(tenant, key).await? || Instant::now() >= deadline {
                 return self.close(tenant, key).await;
             }
-            let next = deadline.min(Instant::now() + FALLBACK_POLL);
-            tokio::select! {
-                () = registered.woken.notified() => {}
-                () = tokio::time::sleep_until(next) => {}
-            }
+            registered
+                .woken_or(deadline.min(Instant::now() + FALLBACK_POLL))
+                .await;
         }
     }
 

@@ -121,10 +121,7 @@ impl ClientAnswers for SqliteStore {
             if answered.is_some() || tokio::time::Instant::now() >= deadline {
                 return self.close(tenant, key).await;
             }
-            tokio::select! {
-                () = registered.woken.notified() => {}
-                () = tokio::time::sleep_until(deadline) => {}
-            }
+            registered.woken_or(deadline).await;
         }
     }
 
