@@ -59,10 +59,10 @@ fn main() {
         serving,
     );
     // stdio serves one client: a single-threaded reactor avoids a cross-thread wake-up per
-    // message (measured in benches/stdio.rs). HTTP serves many and uses every core. The
-    // bundled CUO runner handles one request at a time, whatever the transport setting,
-    // and starts skill entrypoints from its main thread, whose life their death signal
-    // follows (`children`).
+    // message (docs/performance.md, "stdio against its floor"). HTTP serves many and uses
+    // every core. The bundled CUO runner handles one request at a time, whatever the
+    // transport setting, and starts skill entrypoints from its main thread, whose life
+    // their death signal follows (`children`).
     let runner = matches!(cli.command, Some(Command::CuoRunner { .. }));
     let mut builder = match config.transport {
         Transport::Http if !runner => tokio::runtime::Builder::new_multi_thread(),

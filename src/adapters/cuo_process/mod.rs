@@ -140,7 +140,7 @@ impl ProcessCuoRunner {
     ) -> Result<Value, DomainError> {
         // A child's start-up (exec, loading, its first request) wants a CPU; hundreds of
         // runs started at once would hold the bridge's own threads off the CPUs
-        // (`cargo bench --bench tasks` shows it in the task-handle tail). So only a few
+        // (docs/performance.md, "Task handles"). So only a few
         // children are starting at any moment: each until its first line, or for
         // `starting_for` when it says nothing sooner.
         let mut starting = Some(

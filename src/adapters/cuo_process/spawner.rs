@@ -4,7 +4,7 @@
 //! `children::die_with_parent` sets a pre-exec hook) waits on a pipe for the exec's
 //! verdict, and on a busy machine the new child may wait milliseconds for a CPU before it
 //! gets that far. On the stdio runtime's only thread that stall would be paid by whatever
-//! request came next (`cargo bench --bench tasks` shows it in the task-handle p50).
+//! request came next (docs/performance.md, "Task handles").
 //!
 //! The thread lives as long as the adapter, which lives as long as the process: children
 //! get `PR_SET_PDEATHSIG` against the thread that started them, so it must not be a

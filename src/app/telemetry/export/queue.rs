@@ -49,8 +49,9 @@ pub(super) struct Queue {
     pub(super) full: tokio::sync::Notify,
     pub(super) closed: std::sync::atomic::AtomicBool,
     /// While the collector is failing, spans are dropped where they end, until this many
-    /// milliseconds after `epoch`: freeing a span on the thread that built it is cheap,
-    /// handing it to the export thread to free is not (measured in benches/stdio.rs).
+    /// milliseconds after `epoch`: a span freed on the thread that built it is freed
+    /// from that thread's cache; handed to the export thread, it costs a wake-up there
+    /// and a free of memory that thread never touched.
     paused_until_ms: AtomicU64,
     epoch: Instant,
     /// `spans.len()`, readable without the lock.
